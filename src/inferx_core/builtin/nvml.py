@@ -1,0 +1,90 @@
+"""Built-in NVIDIA detection through NVML (``pynvml`` from nvidia-ml-py, imported lazily).
+
+No NVIDIA GPU is a normal state: the answer is a platform with a note that
+says why (library missing, driver not loaded, zero devices), never an error.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from inferx_core import hookimpl
+from inferx_core.platform import Accelerator, Platform, PlatformNote
+
+SOURCE = "inferx.nvml"
+
+
+def load_pynvml() -> ModuleType:
+    """Import pynvml lazily (tests replace ``sys.modules['pynvml']`` with a fake)."""
+    import pynvml
+
+    return pynvml
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _cuda_version(nvml: ModuleType) -> str | None:
+    try:
+        v = nvml.nvmlSystemGetCudaDriverVersion_v2()
+    except Exception:  # noqa: BLE001 - older drivers lack it
+        return None
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def detect_nvidia(nvml: ModuleType | None = None) -> Platform:
+    """Enumerate NVIDIA GPUs; every failure is a note with the reason."""
+    try:
+        nvml = nvml or load_pynvml()
+    except ImportError as exc:
+        return _note(f"no NVIDIA GPU: pynvml not importable ({exc})")
+    try:
+        nvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        return _note(f"no NVIDIA GPU: NVML unavailable ({type(exc).__name__}: {exc})")
+    try:
+        count = nvml.nvmlDeviceGetCount()
+        if count == 0:
+            return _note("no NVIDIA GPU: NVML reports 0 devices")
+        driver = _text(nvml.nvmlSystemGetDriverVersion())
+        cuda = _cuda_version(nvml)
+        accelerators = []
+        for index in range(count):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+            memory = nvml.nvmlDeviceGetMemoryInfo(handle)
+            accelerators.append(
+                Accelerator(
+                    vendor="nvidia",
+                    index=index,
+                    name=_text(nvml.nvmlDeviceGetName(handle)),
+                    arch=f"sm_{major}{minor}",
+                    compute_capability=f"{major}.{minor}",
+                    memory_total_mib=int(memory.total) // (1024 * 1024),
+                    uuid=_text(nvml.nvmlDeviceGetUUID(handle)),
+                    driver_version=driver,
+                    runtime_version=cuda,
+                )
+            )
+        software = {"nvidia_driver": driver}
+        if cuda:
+            software["cuda_driver"] = cuda
+        return Platform(accelerators=tuple(accelerators), software=software)
+    except Exception as exc:  # noqa: BLE001 - a GPU vanishing mid-enumeration
+        return _note(f"NVIDIA detection failed: {type(exc).__name__}: {exc}")
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001,S110 - shutdown errors do not matter here
+            pass
+
+
+def _note(message: str) -> Platform:
+    return Platform(notes=(PlatformNote(source=SOURCE, message=message),))
+
+
+@hookimpl
+def inferx_detect_platform() -> Platform:
+    return detect_nvidia()

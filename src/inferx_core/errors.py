@@ -1,0 +1,23 @@
+"""Which exceptions are the user's to fix (printed plainly) and which are bugs (traceback)."""
+
+from __future__ import annotations
+
+
+def user_error_message(exc: BaseException) -> str | None:
+    from inferx_core.config_loader import ConfigError
+    from inferx_core.plugins import PluginError, PluginHookError
+    from inferx_core.registry import EngineConflictError, EngineNotFoundError
+
+    known: tuple[type[BaseException], ...] = (
+        ConfigError, PluginError, PluginHookError, EngineConflictError, EngineNotFoundError,
+        FileNotFoundError,
+    )
+    if isinstance(exc, known):
+        return str(exc)
+    if isinstance(exc, UserFacingError):
+        return str(exc)
+    return None
+
+
+class UserFacingError(RuntimeError):
+    """An error whose message tells the user what to change; printed without a traceback."""

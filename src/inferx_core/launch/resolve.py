@@ -1,0 +1,46 @@
+"""From a server configuration to the exact LaunchSpec that will run, fixes applied."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inferx_core.config import ServerConfig
+from inferx_core.errors import UserFacingError
+from inferx_core.launch.fixes import AppliedFix, FixContext, FixDecision, apply_fixes
+from inferx_core.launch.spec import LaunchSpec
+from inferx_core.platform import Platform
+from inferx_core.plugins import InferxPluginManager
+from inferx_core.registry import engine_registry, fix_catalogue
+
+
+@dataclass(frozen=True)
+class ResolvedLaunch:
+    """The spec a launcher will run, the engine plugin that built it and every fix decision."""
+
+    plugin: str
+    base_spec: LaunchSpec
+    spec: LaunchSpec
+    applied_fixes: list[AppliedFix]
+    decisions: list[FixDecision]
+
+
+def resolve_launch(
+    pm: InferxPluginManager, server: ServerConfig, platform: Platform
+) -> ResolvedLaunch:
+    """Ask the engine's plugin for a LaunchSpec, then apply every fix that holds.
+
+    ``server.port`` must be set (the runner picks a free one first).
+    """
+    entry = engine_registry(pm).get(server.engine)  # clear error for unknown/conflicting names
+    if server.port is None:
+        raise ValueError("resolve_launch needs a concrete port; pick one before resolving")
+    plugin, spec = pm.call_first("inferx_engine_launch_spec", server=server, platform=platform)
+    if spec is None:
+        raise UserFacingError(
+            f"engine {server.engine!r} (plugin {entry.plugin!r}) gave no launch spec for this "
+            "configuration"
+        )
+    ctx = FixContext(server=server, platform=platform)
+    fixes = [fix for _, fix in fix_catalogue(pm)]
+    fixed, applied, decisions = apply_fixes(spec, fixes, ctx, disabled=server.disable_fixes)
+    return ResolvedLaunch(plugin or entry.plugin, spec, fixed, applied, decisions)

@@ -1,0 +1,1 @@
+"""Load generation: workloads, the streaming client and the request scheduler."""

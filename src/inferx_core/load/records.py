@@ -1,0 +1,70 @@
+"""Per-request records: the raw facts every metric is derived from.
+
+All timestamps are ``time.perf_counter_ns()`` values of the process that ran
+the request (one monotonic clock shared with telemetry samplers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+ErrorKind = Literal[
+    "timeout",  # no byte / no completion within the configured limit
+    "connection",  # refused, reset, DNS, closed before a status line
+    "http_status",  # a non-200 reply (status and body excerpt in ``error``)
+    "stream_error",  # an error payload inside a 200 stream
+    "malformed",  # unparseable SSE/JSON
+    "no_content",  # the stream finished cleanly but carried no generated content
+    "cancelled",  # the benchmark stopped before the request finished
+]
+
+TokenSource = Literal["usage", "chunks"]
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """What happened to one request.
+
+    ``chunk_ns`` holds the arrival time of every chunk that carried generated
+    content (role-only, usage-only, comment and [DONE] events excluded), so
+    TTFT = chunk_ns[0] - send_ns and ITL gaps are consecutive differences.
+    """
+
+    request_id: int
+    prompt_tokens: int  # the prompt's measured token count (workload side)
+    max_tokens: int  # output length requested
+    send_ns: int = 0
+    chunk_ns: list[int] = field(default_factory=list)
+    # Tokens carried by each content chunk when the server says so (e.g. from
+    # per-chunk usage); None when unknown.
+    chunk_tokens: list[int] | None = None
+    # Output tokens as reported by the server's usage block, else None.
+    usage_output_tokens: int | None = None
+    usage_prompt_tokens: int | None = None
+    end_ns: int = 0  # when the stream finished (or failed)
+    finish_reason: str | None = None
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    warmup: bool = False
+    status_code: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.chunk_ns)
+
+    @property
+    def output_tokens(self) -> int:
+        """Server-reported output tokens, else the number of content chunks."""
+        if self.usage_output_tokens is not None:
+            return self.usage_output_tokens
+        if self.chunk_tokens is not None:
+            return sum(self.chunk_tokens)
+        return len(self.chunk_ns)
+
+    @property
+    def output_token_source(self) -> TokenSource:
+        return "usage" if self.usage_output_tokens is not None else "chunks"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

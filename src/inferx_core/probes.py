@@ -1,0 +1,47 @@
+"""What engine plugins tell the core about a running server: readiness and metric names."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ReadinessProbe(BaseModel):
+    """One HTTP check that must pass before the server counts as ready.
+
+    Probes run in order; each is retried until it passes or the readiness
+    timeout ends. ``expect_in_body`` is a substring the reply must contain
+    (e.g. the served model name in ``/v1/models``); ``{served_model_name}``
+    and ``{model}`` in ``path``, ``json_body`` strings and ``expect_in_body``
+    are filled in by the core.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    method: Literal["GET", "POST"] = "GET"
+    path: str
+    json_body: dict | None = None
+    expect_status: int = 200
+    expect_in_body: str | None = None
+    timeout_s: float = Field(default=30.0, gt=0, description="Per attempt")
+
+
+class EngineMetricsMap(BaseModel):
+    """Where an engine's Prometheus /metrics keeps the numbers InferX records.
+
+    Each value is a metric family name as the engine exposes it (e.g.
+    ``vllm:kv_cache_usage_perc``); None when the engine has no such metric.
+    ``kv_cache_usage_scale`` converts the engine's unit to a 0..1 fraction.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str = "/metrics"
+    kv_cache_usage: str | None = None
+    kv_cache_usage_scale: float = 1.0
+    requests_running: str | None = None
+    requests_waiting: str | None = None
+    preemptions: str | None = None
+    extra: dict[str, str] = Field(default_factory=dict)

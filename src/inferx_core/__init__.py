@@ -42,7 +42,31 @@ _LAZY_EXPORTS = {
     "get_plugin_manager": "inferx_core.plugins",
 }
 
-__all__ = ["PROJECT_NAME", "__version__", "hookimpl", "hookspec", *_LAZY_EXPORTS]
+__all__ = [
+    "PROJECT_NAME",
+    "Accelerator",
+    "EngineInfo",
+    "EngineMetricsMap",
+    "Fix",
+    "FixContext",
+    "FixVerdict",
+    "HostInfo",
+    "LaunchSpec",
+    "LauncherInfo",
+    "Mount",
+    "Platform",
+    "PreflightWait",
+    "ReadinessProbe",
+    "RunConfig",
+    "Sampler",
+    "SamplerUnavailable",
+    "ServerConfig",
+    "SweepConfig",
+    "__version__",
+    "get_plugin_manager",
+    "hookimpl",
+    "hookspec",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -53,7 +53,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     try:
         for lname, (plugin, _) in launchers(pm).items():
             launcher_names.setdefault(plugin, []).append(lname)
-    except Exception as exc:  # noqa: BLE001 - shown, not fatal
+    except Exception as exc:
         conflicts["launchers"] = [str(exc)]
     rows = []
     for record in pm.records:
@@ -75,14 +75,19 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         style = {"ok": "green", "error": "red"}.get(row["status"], "yellow")
         hooks = ", ".join(h.removeprefix("inferx_") for h in row["hooks"])
         table.add_row(
-            row["name"], row["distribution"], row["version"], f"[{style}]{status}[/]",
-            ", ".join(row["engines"]), hooks,
+            row["name"],
+            row["distribution"],
+            row["version"],
+            f"[{style}]{status}[/]",
+            ", ".join(row["engines"]),
+            hooks,
         )
     console = _console()
     console.print(table)
     for failure in failures:
-        console.print(f"[red]hook failure[/]: {failure['plugin']} in {failure['hook']}: "
-                      f"{failure['error']}")
+        console.print(
+            f"[red]hook failure[/]: {failure['plugin']} in {failure['hook']}: {failure['error']}"
+        )
     return 0
 
 
@@ -126,10 +131,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"inferx {__version__}")
     parser.add_argument(
-        "--log-format", choices=("console", "json"), default="console",
+        "--log-format",
+        choices=("console", "json"),
+        default="console",
         help="console for people (default), json for machines",
     )
-    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    parser.add_argument(
+        "--log-level", default="info", choices=("debug", "info", "warning", "error")
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("plugins", help="list plugins, their hooks, engines and status")

@@ -22,13 +22,15 @@ def doctor_report(platform_file: str | Path | None = None) -> dict[str, Any]:
     engines = []
     for name, entry in sorted(registry.engines.items()):
         item: dict[str, Any] = {
-            "name": name, "description": entry.info.description, "plugin": entry.plugin,
+            "name": name,
+            "description": entry.info.description,
+            "plugin": entry.plugin,
             "distribution": entry.distribution,
         }
         server = ServerConfig(engine=name, model=PLACEHOLDER_MODEL, port=entry.info.default_port)
         try:
             resolved = resolve_launch(pm, server, platform)
-        except Exception as exc:  # noqa: BLE001 - doctor reports, never fails
+        except Exception as exc:  # doctor reports, never fails
             item["launch_error"] = f"{type(exc).__name__}: {exc}"
             item["fixes"] = []
         else:
@@ -39,9 +41,7 @@ def doctor_report(platform_file: str | Path | None = None) -> dict[str, Any]:
         "platform": platform.model_dump(mode="json"),
         "gpu_count": platform.gpu_count,
         "engines": engines,
-        "engine_conflicts": {
-            k: [e.distribution for e in v] for k, v in registry.conflicts.items()
-        },
+        "engine_conflicts": {k: [e.distribution for e in v] for k, v in registry.conflicts.items()},
         "fix_catalogue": [
             {**fix.describe(), "plugin": plugin} for plugin, fix in fix_catalogue(pm)
         ],

@@ -9,7 +9,11 @@ def user_error_message(exc: BaseException) -> str | None:
     from inferx_core.registry import EngineConflictError, EngineNotFoundError
 
     known: tuple[type[BaseException], ...] = (
-        ConfigError, PluginError, PluginHookError, EngineConflictError, EngineNotFoundError,
+        ConfigError,
+        PluginError,
+        PluginHookError,
+        EngineConflictError,
+        EngineNotFoundError,
         FileNotFoundError,
     )
     if isinstance(exc, known):

@@ -116,7 +116,7 @@ class InferxPluginManager(pluggy.PluginManager):
         self.records.append(record)
         try:
             self.register(obj, name=record.name)
-        except Exception as exc:  # noqa: BLE001 - any plugin error is reported, not fatal
+        except Exception as exc:  # any plugin error is reported, not fatal
             self._unregister_quietly(record.name)
             self._fail(record, f"registration failed: {type(exc).__name__}: {exc}")
             return
@@ -155,7 +155,7 @@ class InferxPluginManager(pluggy.PluginManager):
         for impl in reversed(getattr(self.hook, hook_name).get_hookimpls()):
             try:
                 result = impl.function(*(kwargs[arg] for arg in impl.argnames))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # recorded against the plugin, never fatal
                 if self.strict:
                     raise PluginHookError(impl.plugin_name, hook_name, exc) from exc
                 self.hook_failures.append(
@@ -234,8 +234,11 @@ def get_plugin_manager(
     if builtins:
         for name, module_name in BUILTIN_PLUGINS:
             record = PluginRecord(
-                name=f"inferx.{name}", distribution=CORE_DISTRIBUTION, version=__version__,
-                builtin=True, entry_point=module_name,
+                name=f"inferx.{name}",
+                distribution=CORE_DISTRIBUTION,
+                version=__version__,
+                builtin=True,
+                entry_point=module_name,
             )
             pm.load_plugin(importlib.import_module(module_name), record)
 
@@ -262,14 +265,12 @@ def get_plugin_manager(
                 continue
             try:
                 obj = ep.load()
-            except Exception as exc:  # noqa: BLE001 - reported by name, never fatal
+            except Exception as exc:  # reported by name, never fatal
                 pm.records.append(record)
                 pm._fail(record, f"import failed: {type(exc).__name__}: {exc}")
                 continue
             pm.load_plugin(obj, record)
 
     for name, obj in extra_plugins:
-        pm.load_plugin(
-            obj, PluginRecord(name=name, distribution="(in-process)", version="-")
-        )
+        pm.load_plugin(obj, PluginRecord(name=name, distribution="(in-process)", version="-"))
     return pm

@@ -18,9 +18,7 @@ _SECRET_KEY = re.compile(
 # Secrets embedded in free text: "Authorization: Bearer x", "HF_TOKEN=x", "--api-key x".
 _INLINE = [
     re.compile(r"(?i)(authorization\s*[:=]\s*)(bearer\s+|basic\s+)?([^\s,'\"]+)"),
-    re.compile(
-        r"(?i)\b([A-Z0-9_]*(?:TOKEN|API_KEY|SECRET|PASSWORD))(\s*[=:]\s*)([^\s,'\"]+)"
-    ),
+    re.compile(r"(?i)\b([A-Z0-9_]*(?:TOKEN|API_KEY|SECRET|PASSWORD))(\s*[=:]\s*)([^\s,'\"]+)"),
     re.compile(r"(?i)(--(?:api-key|hf-token|token)(?:=|\s+))([^\s,'\"]+)"),
 ]
 

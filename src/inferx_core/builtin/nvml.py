@@ -6,6 +6,7 @@ says why (library missing, driver not loaded, zero devices), never an error.
 
 from __future__ import annotations
 
+import contextlib
 from types import ModuleType
 from typing import Any
 
@@ -29,7 +30,7 @@ def _text(value: Any) -> str:
 def _cuda_version(nvml: ModuleType) -> str | None:
     try:
         v = nvml.nvmlSystemGetCudaDriverVersion_v2()
-    except Exception:  # noqa: BLE001 - older drivers lack it
+    except Exception:
         return None
     return f"{v // 1000}.{(v % 1000) // 10}"
 
@@ -42,7 +43,7 @@ def detect_nvidia(nvml: ModuleType | None = None) -> Platform:
         return _note(f"no NVIDIA GPU: pynvml not importable ({exc})")
     try:
         nvml.nvmlInit()
-    except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, ...
+    except Exception as exc:  # LibraryNotFound, DriverNotLoaded, ...
         return _note(f"no NVIDIA GPU: NVML unavailable ({type(exc).__name__}: {exc})")
     try:
         count = nvml.nvmlDeviceGetCount()
@@ -72,13 +73,11 @@ def detect_nvidia(nvml: ModuleType | None = None) -> Platform:
         if cuda:
             software["cuda_driver"] = cuda
         return Platform(accelerators=tuple(accelerators), software=software)
-    except Exception as exc:  # noqa: BLE001 - a GPU vanishing mid-enumeration
+    except Exception as exc:  # e.g. a GPU vanishing mid-enumeration
         return _note(f"NVIDIA detection failed: {type(exc).__name__}: {exc}")
     finally:
-        try:
+        with contextlib.suppress(Exception):  # shutdown errors do not matter here
             nvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001,S110 - shutdown errors do not matter here
-            pass
 
 
 def _note(message: str) -> Platform:

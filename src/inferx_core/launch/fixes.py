@@ -158,7 +158,10 @@ def apply_fixes(
         spec = new_spec
         applied.append(
             AppliedFix(
-                id=fix.id, title=fix.title, why=verdict.reason, changes=changes,
+                id=fix.id,
+                title=fix.title,
+                why=verdict.reason,
+                changes=changes,
                 reference=fix.reference,
             )
         )

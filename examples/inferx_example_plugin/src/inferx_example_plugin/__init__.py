@@ -63,9 +63,12 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
         return None
     argv = [
         *(server.executable or ["python3", "-m", "example_tpu_server"]),
-        "--model", server.model,
-        "--port", str(server.port),
-        "--tensor-parallel-size", str(server.parallelism.tp),
+        "--model",
+        server.model,
+        "--port",
+        str(server.port),
+        "--tensor-parallel-size",
+        str(server.parallelism.tp),
     ]
     return LaunchSpec(
         engine=ENGINE,

@@ -25,18 +25,18 @@ def bare_arch(arch: str) -> str:
 def _get(fn: Any, *args: Any) -> Any:
     try:
         return fn(*args)
-    except Exception:  # noqa: BLE001 - amdsmi raises for unsupported metrics
+    except Exception:  # no amdsmi (or no ROCm library): stay silent
         return None
 
 
 def detect_amd(smi: ModuleType | None = None) -> Platform | None:
     try:
         smi = smi or load_amdsmi()
-    except Exception:  # noqa: BLE001 - no amdsmi (or no ROCm library): stay silent
+    except Exception:  # amdsmi raises for unsupported metrics
         return None
     try:
         smi.amdsmi_init()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return Platform(
             notes=(PlatformNote(source=SOURCE, message=f"no AMD GPU: amdsmi init failed: {exc}"),)
         )

@@ -56,7 +56,9 @@ def default_gpu_ids(server: ServerConfig, platform: Platform) -> tuple[int, ...]
 def build_argv(server: ServerConfig, platform: Platform) -> list[str]:
     executable = list(server.executable or DEFAULT_EXECUTABLE)
     positional_model = executable[-2:] == ["vllm", "serve"] or executable[-1:] == ["serve"]
-    argv = [*executable, server.model] if positional_model else [*executable, "--model", server.model]
+    argv = (
+        [*executable, server.model] if positional_model else [*executable, "--model", server.model]
+    )
     par = server.parallelism
     argv += ["--host", server.host, "--port", str(server.port)]
     argv += ["--served-model-name", server.name_served]
@@ -76,7 +78,9 @@ def build_argv(server: ServerConfig, platform: Platform) -> list[str]:
         argv += ["--gpu-memory-utilization", str(gpu_util)]
     if server.max_model_len is not None:
         argv += ["--max-model-len", str(server.max_model_len)]
-    argv.append("--enable-prefix-caching" if server.prefix_caching else "--no-enable-prefix-caching")
+    argv.append(
+        "--enable-prefix-caching" if server.prefix_caching else "--no-enable-prefix-caching"
+    )
     if server.kv_cache_dtype:
         argv += ["--kv-cache-dtype", server.kv_cache_dtype]
     if server.dtype:
@@ -112,7 +116,9 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
         return None
     return [
         ReadinessProbe(name="health", path="/health"),
-        ReadinessProbe(name="model listed", path="/v1/models", expect_in_body="{served_model_name}"),
+        ReadinessProbe(
+            name="model listed", path="/v1/models", expect_in_body="{served_model_name}"
+        ),
         ReadinessProbe(
             name="tiny completion",
             method="POST",

@@ -1,0 +1,118 @@
+"""inferx_vllm: the argv it builds for representative configs, probes and metric names."""
+
+from __future__ import annotations
+
+from inferx_core.config import Parallelism, ServerConfig
+from inferx_core.platform import Accelerator, Platform
+from inferx_core.plugins import get_plugin_manager
+from inferx_core.registry import engine_registry
+from inferx_vllm import plugin
+
+H200x8 = Platform(
+    accelerators=tuple(
+        Accelerator(vendor="nvidia", index=i, name="NVIDIA H200", compute_capability="9.0")
+        for i in range(8)
+    )
+)
+CPU = Platform()
+
+
+def spec_for(platform: Platform, **kw):
+    server = ServerConfig(engine="vllm", model="org/Model", port=8000, **kw)
+    return plugin.inferx_engine_launch_spec(server=server, platform=platform)
+
+
+def test_registered_through_entry_point() -> None:
+    pm = get_plugin_manager(env={"INFERX_PLUGINS": "vllm"})
+    entry = engine_registry(pm).get("vllm")
+    assert entry.distribution == "inferx-vllm" and "vLLM" in entry.info.description
+
+
+def test_tp8_h200_argv() -> None:
+    spec = spec_for(
+        H200x8,
+        parallelism=Parallelism(tp=8),
+        max_num_seqs=256,
+        max_model_len=2048,
+        kv_cache_dtype="fp8",
+    )
+    assert list(spec.argv) == [
+        "vllm",
+        "serve",
+        "org/Model",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8000",
+        "--served-model-name",
+        "org/Model",
+        "--tensor-parallel-size",
+        "8",
+        "--max-num-seqs",
+        "256",
+        "--gpu-memory-utilization",
+        "0.9",
+        "--max-model-len",
+        "2048",
+        "--no-enable-prefix-caching",
+        "--kv-cache-dtype",
+        "fp8",
+    ]
+    assert spec.gpu_ids == tuple(range(8))
+
+
+def test_dp_with_expert_parallel_and_extra_args() -> None:
+    spec = spec_for(
+        H200x8,
+        parallelism=Parallelism(tp=1, dp=8, expert_parallel=True),
+        engine_args={
+            "enforce_eager": True,
+            "async-scheduling": False,
+            "max-num-batched-tokens": 8192,
+        },
+        extra_argv=["--disable-log-requests"],
+    )
+    argv = list(spec.argv)
+    assert argv[argv.index("--data-parallel-size") + 1] == "8"
+    assert "--enable-expert-parallel" in argv
+    assert "--enforce-eager" in argv and "--no-async-scheduling" in argv
+    assert argv[argv.index("--max-num-batched-tokens") + 1] == "8192"
+    assert argv[-1] == "--disable-log-requests"
+    assert spec.gpu_ids == tuple(range(8))
+
+
+def test_cpu_build_uses_module_entry_and_no_gpu_memory_flag() -> None:
+    spec = spec_for(
+        CPU,
+        executable=["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"],
+        served_model_name="tiny",
+        dtype="float32",
+    )
+    argv = list(spec.argv)
+    assert argv[:5] == [
+        "/venv/bin/python",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        "org/Model",
+    ]
+    assert "--gpu-memory-utilization" not in argv
+    assert argv[argv.index("--served-model-name") + 1] == "tiny"
+    assert spec.gpu_ids == ()
+
+
+def test_other_engines_are_not_answered() -> None:
+    server = ServerConfig(engine="sglang", model="m", port=1)
+    assert plugin.inferx_engine_launch_spec(server=server, platform=CPU) is None
+    assert plugin.inferx_engine_readiness(server=server, spec=None) is None
+    assert plugin.inferx_engine_metrics(server=server) is None
+
+
+def test_readiness_and_metrics_map() -> None:
+    server = ServerConfig(engine="vllm", model="m", port=1)
+    probes = plugin.inferx_engine_readiness(server=server, spec=None)
+    assert [p.path for p in probes] == ["/health", "/v1/models", "/v1/completions"]
+    assert probes[1].expect_in_body == "{served_model_name}"
+    metrics = plugin.inferx_engine_metrics(server=server)
+    assert metrics.requests_running == "vllm:num_requests_running"
+    assert metrics.kv_cache_usage.startswith("vllm:")

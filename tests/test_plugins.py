@@ -48,7 +48,7 @@ def test_shipped_plugins_load_ok() -> None:
     assert records["vllm"].distribution == "inferx-vllm"
     assert "inferx_engine_launch_spec" in records["vllm"].hooks
     builtins = [r for r in pm.records if r.builtin]
-    assert {r.name for r in builtins} == {"inferx.host", "inferx.nvml"}
+    assert {r.name for r in builtins} == {"inferx.host", "inferx.nvml", "inferx.launchers"}
     assert set(engine_registry(pm).engines) >= {"vllm", "sglang", "trtllm", "example-tpu"}
 
 
@@ -64,7 +64,7 @@ def test_allow_list_filters_before_import() -> None:
 def test_empty_allow_list_loads_no_entry_points_but_builtins() -> None:
     pm = get_plugin_manager(env={"INFERX_PLUGINS": ""})
     loaded = {r.name for r in pm.records if r.status == "ok"}
-    assert loaded == {"inferx.host", "inferx.nvml"}
+    assert loaded == {"inferx.host", "inferx.nvml", "inferx.launchers"}
 
 
 def test_block_list() -> None:

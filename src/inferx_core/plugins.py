@@ -30,6 +30,7 @@ CORE_DISTRIBUTION = "inferx-core"
 BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
     ("host", "inferx_core.builtin.host"),
     ("nvml", "inferx_core.builtin.nvml"),
+    ("launchers", "inferx_core.builtin.launchers"),
 )
 
 Status = Literal["ok", "error", "disabled"]

@@ -1,0 +1,102 @@
+"""The ``docker`` launcher: ``docker run`` built from a LaunchSpec, argv only.
+
+Environment values never appear in the argv (``-e NAME`` only): the docker
+client passes them from its own environment, so secrets stay out of ``ps``
+and out of ``--dry-run`` output.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from inferx_core.launch.envutil import engine_environment
+from inferx_core.launch.process import LOG_NAME, ProcessHandle, ProcessLauncher
+from inferx_core.launch.spec import LaunchSpec
+
+
+def container_name(spec: LaunchSpec) -> str:
+    return f"inferx-{spec.engine}-{spec.port}"
+
+
+def docker_run_argv(spec: LaunchSpec, run_dir: Path, *, docker: str = "docker") -> list[str]:
+    """The exact ``docker run`` command for ``spec`` (tested as data; see module doc)."""
+    if spec.image is None:
+        raise ValueError("the docker launcher needs `image:` in the config")
+    argv = [docker, "run", "--rm", "--init", "--name", container_name(spec)]
+    if spec.devices:
+        # AMD (/dev/kfd, /dev/dri) or other device-node accelerators.
+        for device in spec.devices:
+            argv += ["--device", device]
+    elif spec.gpu_ids:
+        argv += ["--gpus", f'"device={",".join(str(i) for i in spec.gpu_ids)}"']
+    if spec.ipc_host:
+        argv += ["--ipc", "host"]
+    if spec.shm_size:
+        argv += ["--shm-size", spec.shm_size]
+    argv += ["-p", f"{spec.host}:{spec.port}:{spec.port}"]
+    for mount in spec.mounts:
+        suffix = ":ro" if mount.read_only else ""
+        argv += ["-v", f"{mount.host_path}:{mount.container_path}{suffix}"]
+    argv += ["-v", f"{run_dir.resolve()}:/inferx/run"]
+    for name in sorted(spec.env):
+        argv += ["-e", name]
+    for name, value in sorted(spec.ulimits.items()):
+        argv += ["--ulimit", f"{name}={value}:{value}" if value >= 0 else f"{name}=-1"]
+    if spec.workdir:
+        argv += ["-w", spec.workdir]
+    for key, value in sorted(spec.labels.items()):
+        argv += ["--label", f"inferx.{key}={value}"]
+    argv.append(spec.image)
+    argv += list(spec.argv)
+    return argv
+
+
+class DockerHandle(ProcessHandle):
+    """The ``docker run`` client process; stopping it also removes the container."""
+
+    def stop(self, grace_s: float = 30.0) -> None:
+        if not self._stopped:
+            subprocess.run(
+                ["docker", "stop", "--time", str(int(grace_s)), container_name(self.spec)],
+                capture_output=True,
+                timeout=grace_s + 30,
+                check=False,
+            )
+        super().stop(grace_s=5.0)
+
+
+class DockerLauncher:
+    name = "docker"
+
+    def describe(self, spec: LaunchSpec, run_dir: Path) -> dict[str, Any]:
+        return {
+            "launcher": self.name,
+            "argv": docker_run_argv(spec, run_dir),
+            "env": dict(spec.env),
+            "log": str(run_dir / LOG_NAME),
+        }
+
+    def start(self, spec: LaunchSpec, run_dir: Path) -> DockerHandle:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        for name, content in spec.files.items():
+            (run_dir / name).write_text(content)
+        argv = docker_run_argv(spec, run_dir)
+        log_path = run_dir / LOG_NAME
+        # The docker client gets the engine env: `-e NAME` reads values from it.
+        env = engine_environment(spec, os.environ)
+        with log_path.open("ab") as log:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        return DockerHandle(proc, spec, log_path)
+
+
+__all__ = ["DockerLauncher", "ProcessLauncher", "docker_run_argv"]

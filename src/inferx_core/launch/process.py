@@ -1,0 +1,178 @@
+"""The ``process`` launcher: the engine as a local process in its own process group.
+
+Its output goes to ``engine.log`` in the run folder. ``stop`` sends SIGTERM to
+the whole group (and to any descendant that left it), waits a grace period,
+then SIGKILLs whatever is left, so nothing the engine started survives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import socket
+import subprocess
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from inferx_core.launch.envutil import engine_environment
+from inferx_core.launch.spec import LaunchSpec
+
+LOG_NAME = "engine.log"
+_RLIMITS = {
+    "core": resource.RLIMIT_CORE,
+    "nofile": resource.RLIMIT_NOFILE,
+    "memlock": resource.RLIMIT_MEMLOCK,
+    "stack": resource.RLIMIT_STACK,
+    "nproc": resource.RLIMIT_NPROC,
+}
+
+
+def free_port(host: str = "127.0.0.1", avoid: set[int] | None = None) -> int:
+    """A port nothing listens on now; ports in ``avoid`` (handed out before) are skipped."""
+    avoid = avoid or set()
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port = sock.getsockname()[1]
+        if port not in avoid:
+            return port
+    raise RuntimeError("could not find a free port")
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def tail_lines(path: Path, lines: int = 40, max_bytes: int = 256 * 1024) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - max_bytes))
+            data = handle.read()
+    except OSError:
+        return ""
+    return "\n".join(deque(data.decode("utf-8", "replace").splitlines(), maxlen=lines))
+
+
+def _limits_setter(ulimits: dict[str, int]) -> Any:
+    def apply() -> None:
+        for name, value in ulimits.items():
+            limit = _RLIMITS[name]
+            resource.setrlimit(limit, (value, value))
+
+    return apply
+
+
+class ProcessHandle:
+    """A running engine process group."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], spec: LaunchSpec, log_path: Path) -> None:
+        self.proc = proc
+        self.spec = spec
+        self.log_path = log_path
+        self.base_url = spec.base_url
+        self.pgid = os.getpgid(proc.pid)
+        self._stopped = False
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def returncode(self) -> int | None:
+        return self.proc.poll()
+
+    def log_tail(self, lines: int = 40) -> str:
+        return tail_lines(self.log_path, lines)
+
+    def _descendants(self) -> list[Any]:
+        import psutil
+
+        try:
+            return psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.Error:
+            return []
+
+    def stop(self, grace_s: float = 30.0) -> None:
+        """SIGTERM the group, wait ``grace_s``, SIGKILL what is left (idempotent)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        import psutil
+
+        # Children that called setsid() left our group; remember them first.
+        stragglers = self._descendants()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pgid, signal.SIGTERM)
+        for child in stragglers:
+            with contextlib.suppress(psutil.Error):
+                child.terminate()
+        deadline = time.monotonic() + grace_s
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        _, alive = psutil.wait_procs(stragglers, timeout=max(0.0, deadline - time.monotonic()))
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pgid, signal.SIGKILL)
+        for child in alive:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+        psutil.wait_procs(alive, timeout=5)
+
+
+class ProcessLauncher:
+    """Runs ``spec.argv`` directly (no shell) in a new session/process group."""
+
+    name = "process"
+
+    def describe(self, spec: LaunchSpec, run_dir: Path) -> dict[str, Any]:
+        return {
+            "launcher": self.name,
+            "argv": list(spec.argv),
+            "env": dict(spec.env),
+            "unset_env": list(spec.unset_env),
+            "cwd": spec.workdir,
+            "log": str(run_dir / LOG_NAME),
+            "ulimits": dict(spec.ulimits),
+        }
+
+    def start(self, spec: LaunchSpec, run_dir: Path) -> ProcessHandle:
+        if spec.image is not None:
+            raise ValueError(
+                f"spec has image {spec.image!r}; the process launcher runs argv directly, "
+                "use `launcher: docker` for images"
+            )
+        unknown = set(spec.ulimits) - set(_RLIMITS)
+        if unknown:
+            raise ValueError(f"unknown ulimit(s) {sorted(unknown)}; known: {sorted(_RLIMITS)}")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        for name, content in spec.files.items():
+            (run_dir / name).write_text(content)
+        log_path = run_dir / LOG_NAME
+        env = engine_environment(spec, os.environ)
+        with log_path.open("ab") as log:
+            proc = subprocess.Popen(
+                list(spec.argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=spec.workdir or None,
+                start_new_session=True,
+                preexec_fn=_limits_setter(dict(spec.ulimits)) if spec.ulimits else None,
+            )
+        return ProcessHandle(proc, spec, log_path)

@@ -1,0 +1,84 @@
+"""The docker launcher's argv, exactly (no Docker engine runs on these machines)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inferx_core.launch.docker import DockerLauncher, docker_run_argv
+from inferx_core.launch.spec import LaunchSpec, Mount
+
+
+def test_nvidia_argv(tmp_path: Path) -> None:
+    spec = LaunchSpec(
+        engine="vllm",
+        argv=("vllm", "serve", "m", "--port", "8000"),
+        image="vllm/vllm-openai:v0.11.0",
+        port=8000,
+        gpu_ids=(0, 1),
+        ipc_host=True,
+        shm_size="16g",
+        env={"HF_TOKEN": "hf_secret", "NCCL_GRAPH_REGISTER": "0"},
+        mounts=(Mount(host_path="/data/hf", container_path="/root/.cache/huggingface"),),
+        ulimits={"core": 0},
+    )
+    argv = docker_run_argv(spec, tmp_path)
+    assert argv == [
+        "docker",
+        "run",
+        "--rm",
+        "--init",
+        "--name",
+        "inferx-vllm-8000",
+        "--gpus",
+        '"device=0,1"',
+        "--ipc",
+        "host",
+        "--shm-size",
+        "16g",
+        "-p",
+        "127.0.0.1:8000:8000",
+        "-v",
+        "/data/hf:/root/.cache/huggingface",
+        "-v",
+        f"{tmp_path.resolve()}:/inferx/run",
+        "-e",
+        "HF_TOKEN",
+        "-e",
+        "NCCL_GRAPH_REGISTER",
+        "--ulimit",
+        "core=0:0",
+        "vllm/vllm-openai:v0.11.0",
+        "vllm",
+        "serve",
+        "m",
+        "--port",
+        "8000",
+    ]
+    assert "hf_secret" not in " ".join(argv)  # values travel in the client's env
+    assert "hf_secret" not in str(DockerLauncher().describe(spec, tmp_path)["argv"])
+
+
+def test_amd_devices_replace_gpus_flag(tmp_path: Path) -> None:
+    spec = LaunchSpec(
+        engine="vllm",
+        argv=("vllm", "serve", "m"),
+        image="rocm/vllm",
+        port=8000,
+        gpu_ids=(0,),
+        devices=("/dev/kfd", "/dev/dri"),
+        workdir="/work",
+        mounts=(Mount(host_path="/m", container_path="/models", read_only=True),),
+    )
+    argv = docker_run_argv(spec, tmp_path)
+    assert "--gpus" not in argv
+    assert argv[argv.index("--device") + 1] == "/dev/kfd"
+    assert argv.count("--device") == 2
+    assert "/m:/models:ro" in argv
+    assert argv[argv.index("-w") + 1] == "/work"
+
+
+def test_image_required(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="image"):
+        docker_run_argv(LaunchSpec(engine="x", argv=("x",), port=1), tmp_path)

@@ -130,3 +130,16 @@ def test_config_round_trips_through_yaml_and_json(cfg: RunConfig) -> None:
     dumped = cfg.model_dump(mode="json")
     assert RunConfig.model_validate(json.loads(json.dumps(dumped))) == cfg
     assert RunConfig.model_validate(yaml.safe_load(yaml.safe_dump(dumped))) == cfg
+
+
+def test_sweep_matrix_values_are_validated_with_path(tmp_path: Path) -> None:
+    text = "base:\n  engine: vllm\n  model: m\nmatrix:\n  concurrency: [4, 0]\n"
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, "sweep.yaml", text))
+    assert "matrix.concurrency.1" in str(info.value)
+
+
+def test_vllm_semantics_need_ratio_below_one(tmp_path: Path) -> None:
+    text = "engine: vllm\nmodel: m\nworkload:\n  range_semantics: vllm\n  range_ratio: 1.0\n"
+    with pytest.raises(ConfigError, match="range_ratio < 1"):
+        load_config(write(tmp_path, "run.yaml", text))

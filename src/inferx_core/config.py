@@ -15,7 +15,7 @@ import itertools
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 RangeSemantics = Literal["inferencex", "vllm", "sglang", "fixed"]
 ApiKind = Literal["completions", "chat"]
@@ -96,13 +96,21 @@ class LognormalMix(_Strict):
     """Production-like lengths: log-normal, clipped. Defaults: inputs mostly 128-512."""
 
     input_median: float = Field(default=256, gt=0)
-    input_sigma: float = Field(default=0.7, gt=0)
+    input_sigma: float = Field(default=0.7, ge=0)
     input_min: int = Field(default=16, ge=1)
     input_max: int = Field(default=4096, ge=1)
     output_median: float = Field(default=128, gt=0)
-    output_sigma: float = Field(default=0.4, gt=0)
-    output_min: int = Field(default=16, ge=1)
-    output_max: int = Field(default=512, ge=1)
+    output_sigma: float = Field(default=0.5, ge=0)
+    output_min: int = Field(default=8, ge=1)
+    output_max: int = Field(default=1024, ge=1)
+
+    @model_validator(mode="after")
+    def _bounds_ordered(self) -> LognormalMix:
+        for side in ("input", "output"):
+            low, high = getattr(self, f"{side}_min"), getattr(self, f"{side}_max")
+            if low > high:
+                raise ValueError(f"{side}_min ({low}) must be <= {side}_max ({high})")
+        return self
 
 
 class Workload(_Strict):
@@ -127,9 +135,13 @@ class Workload(_Strict):
     )
 
     @model_validator(mode="after")
-    def _dataset_needs_file(self) -> Workload:
+    def _consistent(self) -> Workload:
         if self.kind == "dataset" and self.dataset is None:
             raise ValueError("kind 'dataset' needs 'dataset: path/to/prompts.jsonl'")
+        if self.range_semantics == "vllm" and self.range_ratio >= 1:
+            raise ValueError(
+                "range_semantics 'vllm' draws from [L(1-r), L(1+r)] and needs range_ratio < 1"
+            )
         return self
 
 
@@ -218,12 +230,12 @@ class SweepMatrix(_Strict):
 
     engine: list[str] = Field(default_factory=list)
     model: list[str] = Field(default_factory=list)
-    tp: list[int] = Field(default_factory=list)
-    dp: list[int] = Field(default_factory=list)
-    ep: list[int] = Field(default_factory=list)
+    tp: list[PositiveInt] = Field(default_factory=list)
+    dp: list[PositiveInt] = Field(default_factory=list)
+    ep: list[PositiveInt] = Field(default_factory=list)
     kv_cache_dtype: list[str] = Field(default_factory=list)
     scenarios: list[Scenario] = Field(default_factory=list)
-    concurrency: list[int] = Field(default_factory=list)
+    concurrency: list[PositiveInt] = Field(default_factory=list)
 
 
 class SweepConfig(_Strict):

@@ -55,11 +55,14 @@ def render_doctor(report: dict[str, Any], console: Any) -> None:
     platform = report["platform"]
     host = platform.get("host") or {}
     console.print("[bold]Host[/]")
-    console.print(
-        f"  {host.get('hostname')}: {host.get('cpu_model')}, "
-        f"{host.get('cpu_logical_cores')} logical cores, {host.get('memory_total_mib')} MiB, "
-        f"{host.get('os')} {host.get('kernel')}, Python {host.get('python')}"
-    )
+    if not host:
+        console.print("  not described (platform file without a host)")
+    else:
+        console.print(
+            f"  {host.get('hostname')}: {host.get('cpu_model')}, "
+            f"{host.get('cpu_logical_cores')} logical cores, {host.get('memory_total_mib')} MiB, "
+            f"{host.get('os')} {host.get('kernel')}, Python {host.get('python')}"
+        )
     console.print("[bold]Accelerators[/]")
     if not platform["accelerators"]:
         console.print("  none (CPU only)")
@@ -71,7 +74,7 @@ def render_doctor(report: dict[str, Any], console: Any) -> None:
     for note in platform["notes"]:
         console.print(f"  [yellow]note[/] ({note['source']}): {note['message']}")
     table = Table(title="Engines")
-    for col in ("engine", "plugin", "fixes that would apply here"):
+    for col in ("engine", "distribution", "fixes that would apply here"):
         table.add_column(col)
     for engine in report["engines"]:
         applied = [f"{f['id']}: {f['reason']}" for f in engine["fixes"] if f["applied"]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 def user_error_message(exc: BaseException) -> str | None:
     from inferx_core.config_loader import ConfigError
+    from inferx_core.launch.fixes import DuplicateFixError
     from inferx_core.plugins import PluginError, PluginHookError
     from inferx_core.registry import EngineConflictError, EngineNotFoundError
 
@@ -15,6 +16,7 @@ def user_error_message(exc: BaseException) -> str | None:
         EngineConflictError,
         EngineNotFoundError,
         FileNotFoundError,
+        DuplicateFixError,
     )
     if isinstance(exc, known):
         return str(exc)

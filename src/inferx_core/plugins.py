@@ -129,7 +129,7 @@ class InferxPluginManager(pluggy.PluginManager):
             self._fail(
                 record,
                 f"implements unknown hook(s) {', '.join(unknown)}; "
-                "see `inferx plugins` docs/hooks.md for the hook names",
+                "docs/hooks.md lists the hook names",
             )
             return
         record.hooks = sorted(c.name for c in (self.get_hookcallers(obj) or []))
@@ -228,7 +228,7 @@ def get_plugin_manager(
     """
     env = os.environ if env is None else env
     pm = InferxPluginManager()
-    pm.strict = env.get("INFERX_STRICT_PLUGINS", "") not in ("", "0", "false", "no")
+    pm.strict = env.get("INFERX_STRICT_PLUGINS", "").strip().lower() not in ("", "0", "false", "no")
     allow = _env_list(env, "INFERX_PLUGINS")
     block = set(_env_list(env, "INFERX_DISABLE_PLUGINS") or [])
 

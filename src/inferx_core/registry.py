@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from inferx_core.engines import EngineInfo
-from inferx_core.launch.fixes import Fix, ordered
+from inferx_core.launch.fixes import DuplicateFixError, Fix, ordered
 from inferx_core.launch.launcher import LauncherInfo
 from inferx_core.platform import Platform, PlatformNote, merge_platforms
 from inferx_core.plugins import InferxPluginManager
@@ -74,10 +74,11 @@ def engine_registry(pm: InferxPluginManager) -> EngineRegistry:
 
 def detect_platform(pm: InferxPluginManager) -> Platform:
     """Ask every detector and merge; a failing detector becomes a note, not a crash."""
+    already_failed = len(pm.hook_failures)
     answers = [platform for _, platform in pm.call_each("inferx_detect_platform")]
     failures = [
         Platform(notes=(PlatformNote(source=f.plugin, message=f"detection failed: {f.error}"),))
-        for f in pm.hook_failures
+        for f in pm.hook_failures[already_failed:]
         if f.hook == "inferx_detect_platform"
     ]
     return merge_platforms([*answers, *failures])
@@ -89,6 +90,11 @@ def fix_catalogue(pm: InferxPluginManager) -> list[tuple[str, Fix]]:
     fixes: list[Fix] = []
     for plugin, offered in pm.call_each("inferx_container_fixes"):
         for fix in offered:
+            if fix.id in owner and owner[fix.id] != plugin:
+                raise DuplicateFixError(
+                    f"fix id {fix.id!r} is offered by both {owner[fix.id]!r} and {plugin!r}; "
+                    "fix ids must be unique (block one with INFERX_DISABLE_PLUGINS)"
+                )
             owner.setdefault(fix.id, plugin)
             fixes.append(fix)
     return [(owner[f.id], f) for f in ordered(fixes)]

@@ -1,0 +1,333 @@
+"""docs/hooks.md and the hook specs stay in step, and every documented example runs.
+
+- every hook spec (``inferx_*`` in ``inferx_core.hookspecs``) has exactly one
+  ``## inferx_<name>`` section in docs/hooks.md, and no section names a hook
+  that does not exist;
+- each section has a ```python example that compiles, imports only
+  inferx_core and the standard library, executes in a fresh module, registers
+  as a plugin in strict mode and answers with the documented types;
+- every spec docstring follows the template (When/Params/Returns/Combine/
+  Implement) and its Combine text names the hook's kind (firstresult or list);
+- the ```python blocks of docs/writing-a-plugin.md compile, and the ```yaml
+  and ```json examples in docs/configuration.md are valid configs.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import sys
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inferx_core import hookspecs
+from inferx_core.config import ServerConfig
+from inferx_core.engines import EngineInfo
+from inferx_core.launch.fixes import Fix, FixContext, apply_fixes
+from inferx_core.launch.launcher import Launcher, LauncherInfo
+from inferx_core.launch.spec import LaunchSpec
+from inferx_core.platform import Accelerator, Platform
+from inferx_core.plugins import get_plugin_manager
+from inferx_core.probes import EngineMetricsMap, ReadinessProbe
+from inferx_core.telemetry.sampler import Sampler
+
+DOCS = Path(__file__).parents[1] / "docs"
+HOOKS_MD = DOCS / "hooks.md"
+CONFIG_MD = DOCS / "configuration.md"
+
+TEMPLATE_LABELS = ("When:", "Params:", "Returns:", "Combine:", "Implement:")
+ENV_VARS = ("INFERX_PLUGINS", "INFERX_DISABLE_PLUGINS", "INFERX_STRICT_PLUGINS")
+DEFAULT_ENGINE = "example-tpu"
+
+
+# -- reading the specs and the markdown ---------------------------------------
+def spec_functions() -> dict[str, Callable[..., Any]]:
+    return {
+        name: fn
+        for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
+        if name.startswith("inferx_") and fn.__module__ == hookspecs.__name__
+    }
+
+
+SPECS = spec_functions()
+
+
+def is_firstresult(name: str) -> bool:
+    opts = getattr(SPECS[name], f"{hookspecs.hookspec.project_name}_spec", None)
+    assert opts is not None, f"{name} is not marked with @hookspec"
+    return bool(opts.get("firstresult"))
+
+
+def _lines_outside_fences(text: str) -> Iterator[tuple[str, bool]]:
+    """Each line with a flag: True when it is inside a fenced code block."""
+    fence: str | None = None
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if fence is None and stripped.startswith("```"):
+            fence = "```"
+            yield line, True
+            continue
+        if fence is not None and stripped.startswith(fence):
+            fence = None
+            yield line, True
+            continue
+        yield line, fence is not None
+
+
+def sections(text: str) -> dict[str, str]:
+    """``## heading`` (outside code fences) -> the text up to the next ``##`` heading."""
+    out: dict[str, list[str]] = {}
+    current = "(preamble)"
+    out[current] = []
+    for line, fenced in _lines_outside_fences(text):
+        if not fenced and line.startswith("## "):
+            current = line[3:].strip()
+            assert current not in out, f"docs/hooks.md has two sections '## {current}'"
+            out[current] = []
+            continue
+        out[current].append(line)
+    return {name: "\n".join(body) for name, body in out.items()}
+
+
+_BLOCK = re.compile(r"^```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^```\s*$", re.S | re.M)
+
+
+def code_blocks(text: str, lang: str) -> list[str]:
+    return [m.group("body") for m in _BLOCK.finditer(text) if m.group("lang") == lang]
+
+
+HOOKS_TEXT = HOOKS_MD.read_text(encoding="utf-8")
+SECTIONS = sections(HOOKS_TEXT)
+HOOK_SECTIONS = {name: body for name, body in SECTIONS.items() if "inferx_" in name}
+ALL_PYTHON_BLOCKS = code_blocks(HOOKS_TEXT, "python")
+
+
+# -- (a) one section per hook, none stale -------------------------------------
+def test_specs_found() -> None:
+    assert len(SPECS) >= 8, sorted(SPECS)
+
+
+@pytest.mark.parametrize("hook", sorted(SPECS))
+def test_every_hook_has_a_section(hook: str) -> None:
+    assert hook in SECTIONS, f"docs/hooks.md lacks a section '## {hook}'"
+
+
+def test_no_stale_or_misspelt_sections() -> None:
+    for heading in HOOK_SECTIONS:
+        assert re.fullmatch(r"inferx_\w+", heading), (
+            f"heading '## {heading}' must be exactly '## inferx_<hookname>'"
+        )
+        assert heading in SPECS, (
+            f"docs/hooks.md has a section '## {heading}' but hookspecs.py has no such hook"
+        )
+
+
+def test_sections_follow_spec_order() -> None:
+    documented = [h for h in SECTIONS if h in SPECS]
+    in_source = sorted(SPECS, key=lambda n: inspect.getsourcelines(SPECS[n])[1])
+    assert documented == in_source
+
+
+@pytest.mark.parametrize("hook", sorted(SPECS))
+def test_section_names_every_parameter_and_the_kind(hook: str) -> None:
+    body = SECTIONS.get(hook, "")
+    for param in inspect.signature(SPECS[hook]).parameters:
+        assert f"`{param}`" in body, f"## {hook} does not document parameter `{param}`"
+    kind = "firstresult" if is_firstresult(hook) else "list"
+    assert re.search(rf"\*\*Combine:\*\*\s*{kind}\b", body), (
+        f"## {hook}: its **Combine:** paragraph must start with '{kind}'"
+    )
+
+
+def test_plugin_manager_env_vars_documented() -> None:
+    for var in ENV_VARS:
+        assert f"`{var}`" in HOOKS_TEXT, f"docs/hooks.md does not document {var}"
+
+
+# -- (b) and (c) examples: present, compile, import, run ----------------------
+def _check_imports(source: str, where: str) -> None:
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            roots = [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{where}: relative import"
+            roots = [(node.module or "").split(".")[0]]
+        else:
+            continue
+        for root in roots:
+            assert root == "inferx_core" or root in stdlib, (
+                f"{where}: imports {root!r}; examples may import only inferx_core and the stdlib"
+            )
+
+
+def exec_example(source: str, where: str) -> types.ModuleType:
+    """Compile, check imports and execute ``source`` as a fresh module."""
+    code = compile(source, where, "exec")
+    _check_imports(source, where)
+    module = types.ModuleType(f"hooks_md_example_{abs(hash(where))}")
+    exec(code, module.__dict__)
+    defined = [
+        node.name
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef)
+    ]
+    for name in defined:
+        assert hasattr(module, name), f"{where}: {name} not importable after exec"
+    return module
+
+
+@pytest.mark.parametrize("index", range(len(ALL_PYTHON_BLOCKS)))
+def test_every_python_block_compiles_and_runs(index: int) -> None:
+    exec_example(ALL_PYTHON_BLOCKS[index], f"docs/hooks.md python block {index + 1}")
+
+
+@pytest.mark.parametrize("hook", sorted(SPECS))
+def test_section_has_python_example(hook: str) -> None:
+    blocks = code_blocks(SECTIONS.get(hook, ""), "python")
+    assert blocks, f"## {hook} has no ```python example"
+    assert any(re.search(rf"^def {hook}\(", b, re.M) for b in blocks), (
+        f"## {hook}: no example defines `def {hook}(`"
+    )
+
+
+def _sample_args(engine: str) -> dict[str, Any]:
+    platform = Platform(
+        accelerators=(
+            Accelerator(vendor="google", index=0, name="Google TPU", arch="tpu"),
+            Accelerator(vendor="nvidia", index=0, name="NVIDIA H200", compute_capability="9.0"),
+        )
+    )
+    return {
+        "server": ServerConfig(engine=engine, model="org/model", port=9000),
+        "platform": platform,
+        "spec": LaunchSpec(engine=engine, argv=("serve", "org/model"), port=9000),
+        "gpu_ids": [0],
+    }
+
+
+def _all_of(value: Any, kind: type) -> bool:
+    return isinstance(value, list) and all(isinstance(v, kind) for v in value)
+
+
+def _check_answer(hook: str, answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
+    if hook == "inferx_register_engines":
+        assert _all_of(answer, EngineInfo)
+    elif hook == "inferx_detect_platform":
+        assert isinstance(answer, Platform)
+    elif hook == "inferx_engine_launch_spec":
+        assert isinstance(answer, LaunchSpec)
+        assert answer.port == args["server"].port
+    elif hook == "inferx_engine_readiness":
+        assert _all_of(answer, ReadinessProbe) and answer
+    elif hook == "inferx_engine_metrics":
+        assert isinstance(answer, EngineMetricsMap)
+    elif hook == "inferx_telemetry_samplers":
+        assert _all_of(answer, Sampler) and answer
+        for sampler in answer:
+            assert isinstance(sampler.name, str) and sampler.interval_s > 0
+    elif hook == "inferx_container_fixes":
+        assert _all_of(answer, Fix) and answer
+        ctx = FixContext(server=args["server"], platform=args["platform"])
+        for spec in (args["spec"], args["spec"].model_copy(update={"image": "repo/img:1"})):
+            apply_fixes(spec, answer, ctx)
+    elif hook == "inferx_launchers":
+        assert _all_of(answer, LauncherInfo) and answer
+        for info in answer:
+            launcher = info.factory()
+            assert isinstance(launcher, Launcher)
+            assert isinstance(launcher.describe(args["spec"], tmp_path), dict)
+
+
+@pytest.mark.parametrize("hook", sorted(SPECS))
+def test_section_example_is_a_working_plugin(hook: str, tmp_path: Path) -> None:
+    blocks = [b for b in code_blocks(SECTIONS.get(hook, ""), "python") if f"def {hook}(" in b]
+    assert blocks, f"## {hook} has no example implementation"
+    for block in blocks:
+        module = exec_example(block, f"docs/hooks.md ## {hook}")
+        # Strict mode: an unknown hook or a parameter the spec lacks raises.
+        pm = get_plugin_manager(
+            load_entry_points=False,
+            builtins=False,
+            extra_plugins=[("doc-example", module)],
+            env={"INFERX_STRICT_PLUGINS": "1"},
+        )
+        record = pm.record_for("doc-example")
+        assert record is not None and record.status == "ok", record
+        assert hook in record.hooks
+        args = _sample_args(getattr(module, "ENGINE", DEFAULT_ENGINE))
+        missing = set(inspect.signature(SPECS[hook]).parameters) - set(args)
+        assert not missing, f"add sample values for {sorted(missing)} to _sample_args"
+        if is_firstresult(hook):
+            _, answer = pm.call_first(hook, **args)
+            other = _sample_args("not-this-plugins-engine")
+            assert pm.call_first(hook, **other) == (None, None), (
+                f"## {hook}: the example must return None for other engines"
+            )
+        else:
+            answers = pm.call_each(hook, **args)
+            assert len(answers) == 1, answers
+            answer = answers[0][1]
+        assert answer is not None, f"## {hook}: the example gave no answer"
+        _check_answer(hook, answer, args, tmp_path)
+
+
+# -- (d) and (e) spec docstrings ----------------------------------------------
+def _label_text(doc: str, label: str) -> str:
+    """The text after ``label`` up to the next template label."""
+    start = doc.index(label) + len(label)
+    ends = [doc.find(other, start) for other in TEMPLATE_LABELS]
+    end = min([e for e in ends if e != -1], default=len(doc))
+    return doc[start:end]
+
+
+@pytest.mark.parametrize("hook", sorted(SPECS))
+def test_spec_docstring_follows_template(hook: str) -> None:
+    doc = inspect.getdoc(SPECS[hook]) or ""
+    assert doc.splitlines() and doc.splitlines()[0].strip(), f"{hook}: no summary line"
+    for label in TEMPLATE_LABELS:
+        assert re.search(rf"^\s*{re.escape(label)}", doc, re.M), (
+            f"{hook}: docstring lacks a line starting with {label!r}"
+        )
+
+
+@pytest.mark.parametrize("hook", sorted(SPECS))
+def test_spec_combine_names_its_kind(hook: str) -> None:
+    combine = _label_text(inspect.getdoc(SPECS[hook]) or "", "Combine:")
+    if is_firstresult(hook):
+        assert "firstresult" in combine, f"{hook} is firstresult; Combine: must say so"
+    else:
+        assert re.search(r"\blist\b", combine), f"{hook} is a list hook; Combine: must say so"
+        assert "firstresult" not in combine, f"{hook} is not firstresult"
+
+
+# -- writing-a-plugin.md examples ---------------------------------------------
+GUIDE_PYTHON_BLOCKS = code_blocks((DOCS / "writing-a-plugin.md").read_text("utf-8"), "python")
+
+
+@pytest.mark.parametrize("index", range(len(GUIDE_PYTHON_BLOCKS)))
+def test_guide_python_blocks_compile(index: int) -> None:
+    compile(GUIDE_PYTHON_BLOCKS[index], f"docs/writing-a-plugin.md block {index + 1}", "exec")
+
+
+# -- configuration.md examples -------------------------------------------------
+CONFIG_TEXT = CONFIG_MD.read_text(encoding="utf-8")
+CONFIG_EXAMPLES = [("example.yaml", b) for b in code_blocks(CONFIG_TEXT, "yaml")] + [
+    ("example.json", b) for b in code_blocks(CONFIG_TEXT, "json")
+]
+
+
+@pytest.mark.parametrize("index", range(len(CONFIG_EXAMPLES)))
+def test_configuration_examples_validate(index: int) -> None:
+    from inferx_core.config import SweepConfig
+    from inferx_core.config_loader import parse_config_text
+
+    name, text = CONFIG_EXAMPLES[index]
+    config = parse_config_text(text, name)
+    if isinstance(config, SweepConfig):
+        assert config.expand()

@@ -159,22 +159,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_validate)
 
-    for register in _EXTRA_COMMANDS:
+    for register in _extra_commands():
         register(sub)
     return parser
 
 
 # Later sub-commands register themselves here (kept as module paths so the
 # modules are imported only when ``build_parser`` runs, which --version skips).
-_EXTRA_COMMAND_MODULES: tuple[str, ...] = ()
-_EXTRA_COMMANDS: list[Callable[[Any], None]] = []
+_EXTRA_COMMAND_MODULES: tuple[str, ...] = ("inferx_core.cli_bench",)
 
 
-def _load_extra_commands() -> None:
+def _extra_commands() -> list[Callable[[Any], None]]:
     import importlib
 
-    for module_name in _EXTRA_COMMAND_MODULES:
-        _EXTRA_COMMANDS.append(importlib.import_module(module_name).register_command)
+    return [importlib.import_module(m).register_command for m in _EXTRA_COMMAND_MODULES]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -183,7 +181,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Fast path: no parser, no imports beyond the version constant.
         sys.stdout.write(f"inferx {__version__}\n")
         return 0
-    _load_extra_commands()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):

@@ -272,5 +272,29 @@ class SweepConfig(_Strict):
         return runs
 
 
+class BenchConfig(_Strict):
+    """A benchmark against a server that is already running (``inferx bench``)."""
+
+    base_url: str = Field(pattern=r"^https?://", description="e.g. http://127.0.0.1:8000")
+    model: str | None = Field(default=None, description="Served model name; None: ask /v1/models")
+    name: str | None = Field(default=None, description="Label used in result ids")
+    workload: Workload = Field(default_factory=Workload)
+    load: LoadProfile = Field(default_factory=LoadProfile)
+    slo: SLO = Field(default_factory=SLO)
+    cost: HardwareCost = Field(default_factory=HardwareCost)
+    num_gpus: int | None = Field(
+        default=None, ge=1, description="GPUs behind the server, for per-GPU throughput"
+    )
+    percentiles: list[float] = Field(default_factory=lambda: [50.0, 90.0, 99.0, 99.9])
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Extra HTTP headers (e.g. Authorization); redacted"
+    )
+    output_dir: Path | None = Path("results")
+
+
 def is_sweep(data: dict[str, Any]) -> bool:
     return isinstance(data, dict) and "base" in data
+
+
+def is_bench(data: dict[str, Any]) -> bool:
+    return isinstance(data, dict) and "base_url" in data and "engine" not in data

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from inferx_core.config import RunConfig, SweepConfig, is_sweep
+from inferx_core.config import BenchConfig, RunConfig, SweepConfig, is_bench, is_sweep
 
 
 class ConfigError(ValueError):
@@ -96,7 +96,7 @@ def format_validation_error(
     return problems
 
 
-def parse_config_text(text: str, path: Path | str) -> RunConfig | SweepConfig:
+def parse_config_text(text: str, path: Path | str) -> RunConfig | SweepConfig | BenchConfig:
     path = Path(path)
     suffix = path.suffix.lower()
     positions: dict[tuple[Any, ...], int] = {}
@@ -122,15 +122,17 @@ def parse_config_text(text: str, path: Path | str) -> RunConfig | SweepConfig:
         raise ConfigError(path, ["file is empty; a minimal config is `engine: vllm` + `model: ID`"])
     if not isinstance(data, dict):
         raise ConfigError(path, ["top level must be a mapping of keys (engine:, model:, ...)"])
-    model: type[BaseModel] = SweepConfig if is_sweep(data) else RunConfig
+    model: type[BaseModel] = (
+        SweepConfig if is_sweep(data) else BenchConfig if is_bench(data) else RunConfig
+    )
     try:
         return model.model_validate(data)  # type: ignore[return-value]
     except ValidationError as exc:
         raise ConfigError(path, format_validation_error(exc, model, positions)) from None
 
 
-def load_config(path: Path | str) -> RunConfig | SweepConfig:
-    """Read a run or sweep config (a sweep has a top-level ``base:``)."""
+def load_config(path: Path | str) -> RunConfig | SweepConfig | BenchConfig:
+    """Read a run, sweep (top-level ``base:``) or bench (``base_url:``, no engine) config."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -142,4 +144,10 @@ def load_config(path: Path | str) -> RunConfig | SweepConfig:
 def load_run_configs(path: Path | str) -> list[RunConfig]:
     """A config file as the list of server configurations it describes."""
     config = load_config(path)
+    if isinstance(config, BenchConfig):
+        from inferx_core.errors import UserFacingError
+
+        raise UserFacingError(
+            f"{path} is a bench config (base_url:); run it with `inferx bench {path}`"
+        )
     return config.expand() if isinstance(config, SweepConfig) else [config]

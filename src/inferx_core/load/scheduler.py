@@ -1,0 +1,375 @@
+"""Drives prepared requests against a server: closed or open loop.
+
+* Closed loop (``request_rate`` infinite, ``max_concurrency`` N): N workers,
+  each sends its next request as soon as its previous one ends.
+* Open loop (finite ``request_rate``): arrivals at fixed absolute times,
+  Poisson (seeded exponential gaps) or constant; an optional concurrency
+  cap makes arrivals wait for a free slot. Arrival times are cumulative, so
+  a late wake-up does not shift the schedule after it.
+* With neither (rate infinite, no cap) every request is sent at once.
+
+Warmup requests run first (closed loop at the same concurrency), are marked
+``warmup=True`` and kept apart; the measured window opens at the first
+measured dispatch after all warmup requests ended and closes at the last
+measured completion. ``duration_s`` stops dispatching; requests in flight
+then finish and count.
+
+Cancellation: :meth:`LoadScheduler.stop` stops gracefully (optionally
+cancelling in-flight requests); if the task running :meth:`LoadScheduler.run`
+is cancelled (Ctrl-C under ``asyncio.run``), in-flight records are marked
+``cancelled``, :attr:`LoadScheduler.result` holds everything, and the
+cancellation propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import math
+import random
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from time import perf_counter_ns
+from typing import Literal
+
+from inferx_core.load.client import ConnectionPool, send_streaming_request
+from inferx_core.load.records import RequestRecord
+
+__all__ = [
+    "LoadConfig",
+    "LoadScheduler",
+    "PreparedRequest",
+    "ScheduleResult",
+    "arrival_intervals",
+    "run_load",
+]
+
+log = logging.getLogger(__name__)
+
+OnComplete = Callable[[RequestRecord], None]
+
+
+@dataclass(slots=True)
+class PreparedRequest:
+    """A request ready to send: endpoint path, JSON body and its record."""
+
+    path: str
+    payload: bytes
+    record: RequestRecord
+
+
+@dataclass(frozen=True, slots=True)
+class LoadConfig:
+    """How to send the requests."""
+
+    max_concurrency: int | None = None  # None: no cap
+    request_rate: float = math.inf  # requests/s; inf: closed loop
+    arrival: Literal["poisson", "constant"] = "poisson"
+    seed: int = 0  # for Poisson gaps
+    duration_s: float | None = None  # stop dispatching after this long
+    timeout_s: float = 600.0  # per request, whole request
+    idle_timeout_s: float | None = None  # per request, silence between reads
+    # Freeze the objects that exist before the run out of the cyclic GC, so
+    # a full collection during the run does not walk them (a pause that
+    # would delay chunk timestamps).
+    freeze_gc: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ValueError("max_concurrency must be >= 1")
+        if not self.request_rate > 0:
+            raise ValueError("request_rate must be > 0 (inf for closed loop)")
+        if self.duration_s is not None and self.duration_s <= 0:
+            raise ValueError("duration_s must be > 0")
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    """Records and the measured window of one load run."""
+
+    records: list[RequestRecord] = field(default_factory=list)  # measured, in dispatch order
+    warmup_records: list[RequestRecord] = field(default_factory=list)
+    window_start_ns: int = 0  # first measured dispatch
+    window_end_ns: int = 0  # last measured completion
+    stopped_by_duration: bool = False  # the duration cut dispatch while requests were left
+    cancelled: bool = False
+
+    @property
+    def window_s(self) -> float:
+        return max(self.window_end_ns - self.window_start_ns, 0) / 1e9
+
+
+def arrival_intervals(
+    rate: float, arrival: Literal["poisson", "constant"], seed: int = 0
+) -> Iterator[float]:
+    """Endless gaps in seconds between arrivals at ``rate`` per second."""
+    if math.isinf(rate):
+        while True:
+            yield 0.0
+    if arrival == "constant":
+        gap = 1.0 / rate
+        while True:
+            yield gap
+    rng = random.Random(seed)
+    while True:
+        yield rng.expovariate(rate)
+
+
+class LoadScheduler:
+    """One load run: ``await LoadScheduler(...).run()``."""
+
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        requests: Iterable[PreparedRequest],
+        config: LoadConfig,
+        *,
+        warmup: Sequence[PreparedRequest] = (),
+        on_complete: OnComplete | None = None,
+    ) -> None:
+        self.pool = pool
+        self.config = config
+        self._requests = iter(requests)
+        self._warmup = list(warmup)
+        self._on_complete = on_complete
+        self._callback_failed = False
+        self.result = ScheduleResult()
+        self._in_flight: dict[asyncio.Task[RequestRecord], RequestRecord] = {}
+        self._stopping = False
+        self._deadline_ns: int | None = None
+        self._sleeper: asyncio.Future[None] | None = None
+
+    def stop(self, *, cancel_in_flight: bool = False) -> None:
+        """Stop dispatching; optionally cancel the requests in flight."""
+        self._stopping = True
+        if self._sleeper is not None and not self._sleeper.done():
+            self._sleeper.set_result(None)
+        if cancel_in_flight:
+            self.result.cancelled = True
+            for task in self._in_flight:
+                task.cancel()
+
+    async def run(self) -> ScheduleResult:
+        """Send everything; return the records and the measured window."""
+        cfg = self.config
+        res = self.result
+        frozen = False
+        if cfg.freeze_gc:
+            gc.collect()
+            gc.freeze()
+            frozen = True
+        try:
+            if self._warmup:
+                for req in self._warmup:
+                    req.record.warmup = True
+                conc = min(cfg.max_concurrency or len(self._warmup), len(self._warmup))
+                await self._closed_loop(
+                    iter(self._warmup), conc, res.warmup_records, measured=False
+                )
+            if not self._stopping:
+                if cfg.duration_s is not None:
+                    self._deadline_ns = perf_counter_ns() + int(cfg.duration_s * 1e9)
+                if math.isinf(cfg.request_rate) and cfg.max_concurrency is not None:
+                    await self._closed_loop(
+                        self._requests, cfg.max_concurrency, res.records, measured=True
+                    )
+                else:
+                    await self._open_loop(res.records)
+        except asyncio.CancelledError:
+            res.cancelled = True
+            self._abandon_in_flight()
+            self._finalize()
+            raise
+        finally:
+            if frozen:
+                gc.unfreeze()
+        self._finalize()
+        return res
+
+    # -- internals ---------------------------------------------------------------
+
+    def _finalize(self) -> None:
+        res = self.result
+        ends = [r.end_ns for r in res.records if r.end_ns]
+        res.window_end_ns = max(ends) if ends else res.window_start_ns
+
+    def _abandon_in_flight(self) -> None:
+        """Mark in-flight records cancelled now (their tasks may never run again)."""
+        now = perf_counter_ns()
+        for task, rec in list(self._in_flight.items()):
+            if not rec.end_ns:
+                rec.end_ns = now
+            if rec.error is None:
+                rec.error = "cancelled before the request finished"
+                rec.error_kind = "cancelled"
+            task.cancel()
+
+    def _deadline_passed(self) -> bool:
+        return self._deadline_ns is not None and perf_counter_ns() >= self._deadline_ns
+
+    def _next(self, it: Iterator[PreparedRequest], measured: bool) -> PreparedRequest | None:
+        """The next request to dispatch, or None when dispatch is over."""
+        if self._stopping:
+            return None
+        if measured and self._deadline_passed():
+            if next(it, None) is not None:
+                self.result.stopped_by_duration = True
+            self._stopping = True
+            return None
+        return next(it, None)
+
+    async def _send(
+        self, req: PreparedRequest, out: list[RequestRecord], measured: bool
+    ) -> RequestRecord:
+        rec = req.record
+        if measured and not self.result.window_start_ns:
+            self.result.window_start_ns = perf_counter_ns()
+        out.append(rec)
+        cfg = self.config
+        task = asyncio.current_task()
+        assert task is not None
+        self._in_flight[task] = rec
+        try:
+            await send_streaming_request(
+                self.pool,
+                req.path,
+                req.payload,
+                rec,
+                timeout_s=cfg.timeout_s,
+                idle_timeout_s=cfg.idle_timeout_s,
+            )
+        finally:
+            del self._in_flight[task]
+        if self._on_complete is not None:
+            try:
+                self._on_complete(rec)
+            except Exception:  # a progress bar must not lose records
+                if not self._callback_failed:
+                    self._callback_failed = True
+                    log.exception("on_complete callback failed; further errors are not logged")
+        return rec
+
+    async def _worker(
+        self, it: Iterator[PreparedRequest], out: list[RequestRecord], measured: bool
+    ) -> None:
+        while (req := self._next(it, measured)) is not None:
+            await self._send(req, out, measured)
+
+    async def _closed_loop(
+        self,
+        it: Iterator[PreparedRequest],
+        concurrency: int,
+        out: list[RequestRecord],
+        measured: bool,
+    ) -> None:
+        # Each worker is its own task so a cancelled request shows up as that
+        # task's CancelledError, which marks its record; run() cancels them.
+        workers = [
+            asyncio.create_task(self._run_worker(it, out, measured)) for _ in range(concurrency)
+        ]
+        try:
+            await asyncio.gather(*workers)
+        except asyncio.CancelledError:
+            for w in workers:
+                w.cancel()
+            raise
+
+    async def _run_worker(
+        self, it: Iterator[PreparedRequest], out: list[RequestRecord], measured: bool
+    ) -> None:
+        try:
+            await self._worker(it, out, measured)
+        except asyncio.CancelledError:
+            # stop(cancel_in_flight=True) cancels the request; the record is
+            # already marked, the worker just ends.
+            if not self.result.cancelled:
+                raise
+            self._stopping = True
+
+    async def _open_loop(self, out: list[RequestRecord]) -> None:
+        cfg = self.config
+        loop = asyncio.get_running_loop()
+        gaps = arrival_intervals(cfg.request_rate, cfg.arrival, cfg.seed)
+        sem = asyncio.Semaphore(cfg.max_concurrency) if cfg.max_concurrency else None
+        tasks: set[asyncio.Task[None]] = set()
+        t_next = loop.time()
+        first = True
+        it = self._requests
+        while not self._stopping:
+            if not first:
+                t_next += next(gaps)
+            first = False
+            delay = t_next - loop.time()
+            if self._deadline_ns is not None:
+                left = (self._deadline_ns - perf_counter_ns()) / 1e9
+                if delay >= left:
+                    # The next arrival falls after the end: wait for the end
+                    # (a later arrival would not be sent) and stop there.
+                    await self._sleep(left)
+                    if not self._stopping and next(it, None) is not None:
+                        self.result.stopped_by_duration = True
+                    self._stopping = True
+                    break
+            if delay > 0:
+                await self._sleep(delay)
+            if sem is not None:
+                await sem.acquire()
+            req = self._next(it, measured=True)
+            if req is None:
+                if sem is not None:
+                    sem.release()
+                break
+            task = asyncio.create_task(self._open_send(req, out, sem))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        try:
+            if tasks:
+                await asyncio.gather(*tasks)
+        except asyncio.CancelledError:
+            for t in tasks:
+                t.cancel()
+            raise
+
+    async def _open_send(
+        self, req: PreparedRequest, out: list[RequestRecord], sem: asyncio.Semaphore | None
+    ) -> None:
+        try:
+            await self._send(req, out, measured=True)
+        except asyncio.CancelledError:
+            if not self.result.cancelled:
+                raise
+        finally:
+            if sem is not None:
+                sem.release()
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep that stop() can cut short (cheaper than wait_for on an Event)."""
+        if seconds <= 0 or self._stopping:
+            return
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        self._sleeper = fut
+        handle = loop.call_later(seconds, _wake_up, fut)
+        try:
+            await fut
+        finally:
+            handle.cancel()
+            self._sleeper = None
+
+
+def _wake_up(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def run_load(
+    pool: ConnectionPool,
+    requests: Iterable[PreparedRequest],
+    config: LoadConfig,
+    *,
+    warmup: Sequence[PreparedRequest] = (),
+    on_complete: OnComplete | None = None,
+) -> ScheduleResult:
+    """Convenience wrapper: ``await LoadScheduler(...).run()``."""
+    return await LoadScheduler(pool, requests, config, warmup=warmup, on_complete=on_complete).run()

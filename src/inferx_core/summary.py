@@ -1,0 +1,67 @@
+"""The table people read after a run: one row per load point."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    # (header, result field, format)
+    ("status", "status", "s"),
+    ("conc", "max_concurrency", "s"),
+    ("rate", "request_rate", "s"),
+    ("ok", "completed", "d"),
+    ("fail", "failed", "d"),
+    ("out tok/s", "output_throughput", ",.1f"),
+    ("tot tok/s", "total_token_throughput", ",.1f"),
+    ("tok/s/gpu", "tput_per_gpu", ",.1f"),
+    ("TTFT p50 ms", "median_ttft_ms", ",.1f"),
+    ("TTFT p99 ms", "p99_ttft_ms", ",.1f"),
+    ("TPOT p50 ms", "median_tpot_ms", ",.2f"),
+    ("ITL p99 ms", "p99_itl_ms", ",.2f"),
+    ("tok/s/user", "median_intvty", ",.1f"),
+    ("goodput req/s", "request_goodput", ",.2f"),
+)
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if value is None:
+        return "-"
+    if fmt == "s":
+        return str(value)
+    try:
+        return format(value, fmt)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def summary_rows(results: Iterable[dict[str, Any]]) -> list[list[str]]:
+    return [
+        [r.get("point_id", "?")] + [_cell(r.get(f), fmt) for _, f, fmt in COLUMNS] for r in results
+    ]
+
+
+def print_summary(results: Iterable[dict[str, Any]], console: Any = None, title: str = "") -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    # Off a terminal (CI logs, pipes) rich would wrap at 80 columns; keep rows whole.
+    console = console or Console(width=None if sys.stdout.isatty() else 220)
+    table = Table(title=title or "InferX results")
+    table.add_column("point")
+    for header, _, _ in COLUMNS:
+        table.add_column(header, justify="right")
+    results = list(results)
+    for result, row in zip(results, summary_rows(results), strict=True):
+        style = None if result.get("status") == "ok" else "red"
+        table.add_row(*row, style=style)
+    console.print(table)
+    for result in results:
+        if result.get("failure_reason"):
+            console.print(f"[red]{result['point_id']}[/]: {result['failure_reason']}")
+        if result.get("output_tokens_estimated"):
+            console.print(
+                f"[yellow]{result['point_id']}[/]: output tokens estimated from chunks "
+                "(the server sent no usage)"
+            )

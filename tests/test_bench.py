@@ -1,0 +1,164 @@
+"""`inferx bench` and run_bench against the scripted SSE server (known delays, failures)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from inferx_core.bench import BenchTarget, LoadPoint, run_bench, run_point
+from inferx_core.cli import main
+from inferx_core.config import SLO, BenchConfig, LoadProfile, Workload
+from inferx_core.load.tokenizer import resolve_token_counter
+from inferx_core.results import is_complete
+from inferx_core.testing import ServerProcess
+
+
+@pytest.fixture(scope="module")
+def slow_server():
+    with ServerProcess(ttft_ms=30, itl_ms=5) as server:
+        yield server
+
+
+def test_run_bench_measures_injected_delays_and_writes_results(
+    slow_server: ServerProcess, tmp_path: Path
+) -> None:
+    config = BenchConfig(
+        base_url=slow_server.base_url,
+        workload=Workload(isl=48, osl=12),
+        load=LoadProfile(concurrency=[2], num_prompts=12),
+        slo=SLO(ttft_ms=200, tpot_ms=50),
+        num_gpus=2,
+        output_dir=tmp_path,
+    )
+    [outcome] = run_bench(config, progress=False)
+    result = outcome.result
+    assert result["status"] == "ok"
+    assert result["completed"] == 12 and result["failed"] == 0
+    assert result["warmup_requests"] == 2  # one per slot, excluded from the stats
+    assert 30 <= result["median_ttft_ms"] <= 45
+    # the server paces chunks on absolute times, so a late first chunk shortens later gaps
+    assert 4.5 <= result["median_tpot_ms"] <= 9
+    assert result["request_goodput"] == pytest.approx(result["request_throughput"])
+    assert result["tput_per_gpu"] == pytest.approx(result["total_token_throughput"] / 2)
+    assert result["model_id"] == "test-model"  # discovered from /v1/models
+    assert result["workload"]["token_source"] == "server"
+    assert result["workload"]["range_semantics"] == "inferencex"
+    assert result["request_rate"] == "inf" and result["max_concurrency"] == 2
+    # files: strict JSON result and one sidecar line per request incl. warmup
+    path = tmp_path / f"{outcome.point_id}.json"
+    on_disk = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(c))
+    assert on_disk["completed"] == 12
+    lines = (tmp_path / f"{outcome.point_id}.requests.jsonl").read_text().splitlines()
+    assert len(lines) == 14
+    assert sum(json.loads(line)["warmup"] for line in lines) == 2
+    assert is_complete(tmp_path, outcome.point_id)
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_failures_are_counted_and_point_marked_failed(tmp_path: Path) -> None:
+    with ServerProcess(fail="http_500") as server:
+        config = BenchConfig(
+            base_url=server.base_url,
+            model="test-model",
+            workload=Workload(isl=16, osl=4),
+            load=LoadProfile(concurrency=[2], num_prompts=4, warmup=0),
+            output_dir=tmp_path,
+        )
+        [outcome] = run_bench(config, progress=False)
+    result = outcome.result
+    assert result["status"] == "failed"
+    assert result["failure_reason"] == "no request completed successfully"
+    assert result["failed"] == 4 and result["failed_by_kind"] == {"http_status": 4}
+    assert result["median_ttft_ms"] is None  # never a zero-filled latency
+
+
+def test_duration_stops_dispatch_and_in_flight_finish(slow_server: ServerProcess) -> None:
+    config = BenchConfig(
+        base_url=slow_server.base_url,
+        workload=Workload(isl=16, osl=8),
+        load=LoadProfile(concurrency=[2], duration_s=0.6, warmup=0),
+        output_dir=None,
+    )
+    [outcome] = run_bench(config, progress=False)
+    result = outcome.result
+    assert result["stopped_by"] == "duration"
+    assert result["failed"] == 0 and result["completed"] >= 4
+    assert result["num_prompts_planned"] is None
+
+
+def test_abort_check_fails_the_point_quickly(slow_server: ServerProcess, tmp_path: Path) -> None:
+    counter = resolve_token_counter(slow_server.base_url, "test-model", None)
+    deadline = time.monotonic() + 0.5
+    started = time.monotonic()
+    outcome = run_point(
+        BenchTarget(slow_server.base_url, "test-model"),
+        LoadPoint(concurrency=2),
+        workload=Workload(isl=16, osl=400),  # ~2 s per request
+        load=LoadProfile(concurrency=[2], num_prompts=20, warmup=0),
+        slo=SLO(),
+        counter=counter,
+        point_id="abort",
+        output_dir=tmp_path,
+        abort_check=lambda: "engine exited with code 1" if time.monotonic() > deadline else None,
+        progress=False,
+    )
+    assert time.monotonic() - started < 5
+    assert outcome.result["status"] == "failed"
+    assert outcome.result["failure_reason"] == "engine exited with code 1"
+    assert outcome.result["stopped_by"] == "aborted"
+    assert (tmp_path / "abort.json").exists()
+
+
+def test_cli_bench_json_and_flags(slow_server: ServerProcess, tmp_path: Path, capsys) -> None:
+    code = main(
+        [
+            "bench",
+            "--base-url",
+            slow_server.base_url,
+            "--concurrency",
+            "1,2",
+            "--isl",
+            "16",
+            "--osl",
+            "4",
+            "--num-prompts",
+            "4",
+            "--warmup",
+            "1",
+            "--slo",
+            "ttft_ms=1",
+            "--output",
+            str(tmp_path),
+            "--json",
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    results = json.loads(capsys.readouterr().out)
+    assert [r["max_concurrency"] for r in results] == [1, 2]
+    assert all(r["request_goodput"] == 0 for r in results)  # TTFT SLO of 1 ms is unmeetable
+    assert len(list(tmp_path.glob("*.json"))) == 2
+
+
+def test_cli_bench_config_file_and_errors(
+    slow_server: ServerProcess, tmp_path: Path, capsys
+) -> None:
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text(
+        f"base_url: {slow_server.base_url}\nworkload:\n  isl: 16\n  osl: 4\n"
+        "load:\n  concurrency: [1]\n  num_prompts: 2\n"
+    )
+    assert (
+        main(["bench", str(cfg), "--output", str(tmp_path / "out"), "--json", "--no-progress"]) == 0
+    )
+    assert json.loads(capsys.readouterr().out)[0]["completed"] == 2
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"base_url: {slow_server.base_url}\nload:\n  concurency: [1]\n")
+    assert main(["bench", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "load.concurency" in err and "did you mean 'concurrency'" in err
+    assert main(["bench"]) == 2
+    assert "--base-url" in capsys.readouterr().err

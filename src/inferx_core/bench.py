@@ -254,6 +254,7 @@ def run_point(
     extra: dict[str, Any] | None = None,
     abort_check: AbortCheck | None = None,
     progress: bool | None = None,
+    num_gpus_reason: str | None = None,
 ) -> PointOutcome:
     """Run one load point and write its result (when ``output_dir`` is given).
 
@@ -302,6 +303,10 @@ def run_point(
         slos=slo.as_dict() or None,
         percentiles=percentiles or [50.0, 90.0, 99.0, 99.9],
     )
+    if num_gpus is None and num_gpus_reason:
+        for key, why in metrics.get("null_reasons", {}).items():
+            if why == "num_gpus_unknown":
+                metrics["null_reasons"][key] = num_gpus_reason
     status, reason = "ok", None
     if interrupted:
         status, reason = "interrupted", "interrupted by the user (Ctrl-C)"

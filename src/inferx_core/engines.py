@@ -18,3 +18,7 @@ class EngineInfo(BaseModel):
     vendors: tuple[str, ...] = Field(
         default=(), description="Accelerator vendors it runs on; empty means any"
     )
+    version_path: str | None = Field(
+        default="/version", description="GET path whose JSON reports the engine version"
+    )
+    version_field: str = "version"

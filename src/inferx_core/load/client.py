@@ -586,6 +586,8 @@ class ConnectionPool:
             "Content-Type": "application/json",
         }
         for name, value in (headers or {}).items():
+            if any(c in f"{name}{value}" for c in "\r\n"):
+                raise ValueError(f"header {name!r} contains a line break")
             fixed = {k: v for k, v in fixed.items() if k.lower() != name.lower()}
             fixed[name] = value
         self._fixed_headers = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")

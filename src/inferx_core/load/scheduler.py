@@ -155,7 +155,7 @@ class LoadScheduler:
         cfg = self.config
         res = self.result
         frozen = False
-        if cfg.freeze_gc:
+        if cfg.freeze_gc and gc.get_freeze_count() == 0:  # never undo a caller's freeze
             gc.collect()
             gc.freeze()
             frozen = True

@@ -32,6 +32,7 @@ import dataclasses
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -504,10 +505,17 @@ class SSETestServer:
     """
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 0, knobs: ServerKnobs | None = None, **kw: Any
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        knobs: ServerKnobs | None = None,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        **kw: Any,
     ) -> None:
         self.host = host
         self.port = port
+        self.ssl_context = ssl_context  # serve https with it
         self.knobs = dataclasses.replace(knobs or ServerKnobs(), **kw)
         self.requests = 0
         self.connections = 0
@@ -518,7 +526,8 @@ class SSETestServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     def next_id(self) -> int:
         self._ids += 1
@@ -528,7 +537,7 @@ class SSETestServer:
         """Listen on the running loop (port 0 picks a free port)."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: _ServerProtocol(self), self.host, self.port, backlog=1024
+            lambda: _ServerProtocol(self), self.host, self.port, backlog=1024, ssl=self.ssl_context
         )
         self.port = self._server.sockets[0].getsockname()[1]
 

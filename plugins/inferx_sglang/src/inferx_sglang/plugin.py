@@ -18,6 +18,7 @@ def inferx_register_engines() -> list[EngineInfo]:
             description="SGLang server (sglang.launch_server), CUDA and ROCm builds",
             homepage="https://docs.sglang.ai",
             default_port=30000,
+            version_path="/get_server_info",
         )
     ]
 

@@ -1,0 +1,1 @@
+"""Self-contained demo assets (a tiny locally built model) for offline smoke runs."""

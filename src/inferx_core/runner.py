@@ -1,0 +1,295 @@
+"""``inferx run``: launch each server configuration once, run its load points, stop it.
+
+For every server configuration: pick a port, resolve the LaunchSpec (engine
+plugin + fixes), start it with the configured launcher, wait until the
+engine's probes pass, run every load point through :mod:`inferx_core.bench`
+while watching the engine, and stop it (also on errors and Ctrl-C). Each
+point's result is written atomically as soon as it ends, so a killed run
+loses nothing already finished and ``--resume`` skips it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inferx_core import __version__
+from inferx_core.bench import (
+    BenchTarget,
+    LoadPoint,
+    PointOutcome,
+    load_points,
+    point_id_for,
+    run_point,
+)
+from inferx_core.config import RunConfig, ServerConfig
+from inferx_core.errors import UserFacingError
+from inferx_core.launch.launcher import ServerHandle
+from inferx_core.launch.process import free_port, port_is_free
+from inferx_core.launch.resolve import ResolvedLaunch, resolve_launch
+from inferx_core.log import get_logger
+from inferx_core.platform import Platform
+from inferx_core.plugins import InferxPluginManager, get_plugin_manager
+from inferx_core.readiness import (
+    DEFAULT_PROBES,
+    EngineExited,
+    ReadinessTimeout,
+    engine_version,
+    wait_until_ready,
+)
+from inferx_core.redact import redact
+from inferx_core.registry import detect_platform, engine_registry, launchers
+from inferx_core.results import SCHEMA_VERSION, is_complete, result_path, slug, write_json_atomic
+
+log = get_logger("inferx.runner")
+LOG_TAIL_LINES = 60
+
+
+@dataclass
+class RunSummary:
+    """Every point of a run: written, skipped (resumed) or failed."""
+
+    outcomes: list[PointOutcome] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[PointOutcome]:
+        return [o for o in self.outcomes if o.status != "ok"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def server_id(cfg: RunConfig) -> str:
+    par = cfg.parallelism
+    parts = [cfg.name or cfg.model.rstrip("/").rsplit("/", 1)[-1], cfg.engine, f"tp{par.tp}"]
+    if par.pp > 1:
+        parts.append(f"pp{par.pp}")
+    if par.dp > 1:
+        parts.append(f"dp{par.dp}")
+    if par.ep:
+        parts.append(f"ep{par.ep}")
+    if cfg.kv_cache_dtype:
+        parts.append(f"kv{cfg.kv_cache_dtype}")
+    return slug("-".join(parts))
+
+
+def point_ids(cfg: RunConfig) -> list[tuple[LoadPoint, str]]:
+    sid = server_id(cfg)
+    return [(p, point_id_for(sid, cfg.workload, p)) for p in load_points(cfg.load)]
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _failed_result(point_id: str, reason: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """A point that never ran (engine failed to start or died earlier): status and why."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "inferx_version": __version__,
+        "point_id": point_id,
+        "status": "failed",
+        "failure_reason": reason,
+        "date": _now(),
+        # No request ran: no latency or throughput field is written, never a zero.
+        **redact(extra),
+    }
+
+
+def _run_context(
+    cfg: RunConfig,
+    server: ServerConfig,
+    resolved: ResolvedLaunch,
+    platform: Platform,
+    launcher_view: dict[str, Any],
+) -> dict[str, Any]:
+    """What every result of this server carries: config, platform, launch, fixes."""
+    return {
+        "config": cfg.model_dump(mode="json"),
+        "engine": {"name": server.engine, "plugin": resolved.plugin, "version": None},
+        "platform": platform.model_dump(mode="json"),
+        "launch": {
+            "spec": resolved.spec.model_dump(mode="json"),
+            "launcher": launcher_view,
+        },
+        "fixes_applied": [f.model_dump() for f in resolved.applied_fixes],
+        "fix_decisions": [d.model_dump() for d in resolved.decisions],
+    }
+
+
+def check_preflight(resolved: ResolvedLaunch) -> list[dict[str, Any]]:
+    """Run the waits a spec asks for; unknown kinds are reported as not checked."""
+    import time
+
+    checks = []
+    for wait in resolved.spec.preflight:
+        if wait.kind == "port_free":
+            port = wait.port or resolved.spec.port
+            deadline = time.monotonic() + wait.timeout_s
+            while not port_is_free(port, resolved.spec.host):
+                if time.monotonic() > deadline:
+                    raise UserFacingError(f"port {port} still in use after {wait.timeout_s:.0f} s")
+                time.sleep(0.5)
+            checks.append({"kind": wait.kind, "port": port, "ok": True})
+        else:
+            checks.append({"kind": wait.kind, "ok": None, "note": "no checker on this platform"})
+    return checks
+
+
+def run_server(
+    cfg: RunConfig,
+    *,
+    pm: InferxPluginManager,
+    platform: Platform,
+    output_dir: Path,
+    resume: bool = False,
+    used_ports: set[int] | None = None,
+    progress: bool | None = None,
+    on_point: Callable[[PointOutcome], None] | None = None,
+) -> RunSummary:
+    """Launch one server configuration, run its load points, stop it."""
+    summary = RunSummary()
+    todo = []
+    for point, pid in point_ids(cfg):
+        if resume and is_complete(output_dir, pid):
+            summary.skipped.append(pid)
+        else:
+            todo.append((point, pid))
+    if not todo:
+        return summary
+    used_ports = used_ports if used_ports is not None else set()
+    port = cfg.port or free_port(cfg.host, avoid=used_ports)
+    used_ports.add(port)
+    server = cfg.server().model_copy(update={"port": port})
+    resolved = resolve_launch(pm, server, platform)
+    launcher_entry = launchers(pm).get(server.launcher)
+    if launcher_entry is None:
+        raise UserFacingError(
+            f"unknown launcher {server.launcher!r}; known: {', '.join(sorted(launchers(pm)))}"
+        )
+    launcher = launcher_entry[1].factory()
+    sid = server_id(cfg)
+    run_dir = output_dir / "servers" / sid
+    context = _run_context(
+        cfg, server, resolved, platform, launcher.describe(resolved.spec, run_dir)
+    )
+    info = engine_registry(pm).get(server.engine).info
+    num_gpus = len(resolved.spec.gpu_ids) or None  # CPU engines: per-GPU figures stay null
+
+    def write_failed(reason: str, points: list[tuple[LoadPoint, str]], **more: Any) -> None:
+        for _, pid in points:
+            result = _failed_result(pid, reason, {**context, **more})
+            path = write_json_atomic(result_path(output_dir, pid), result)
+            outcome = PointOutcome(pid, result, path=path)
+            summary.outcomes.append(outcome)
+            if on_point:
+                on_point(outcome)
+
+    context["preflight"] = check_preflight(resolved)
+    log.info("launching", server=sid, argv=list(resolved.spec.argv), env=resolved.spec.env)
+    handle: ServerHandle = launcher.start(resolved.spec, run_dir)
+    try:
+        try:
+            readiness = wait_until_ready(
+                handle,
+                pm.call_first("inferx_engine_readiness", server=server, spec=resolved.spec)[1]
+                or DEFAULT_PROBES,
+                served_model_name=server.name_served,
+                model=server.model,
+                timeout_s=server.readiness_timeout_s,
+            )
+        except (EngineExited, ReadinessTimeout) as exc:
+            log.error("engine not ready", server=sid, error=str(exc).splitlines()[0])
+            write_failed(str(exc).splitlines()[0], todo, engine_log_tail=exc.log_tail)
+            return summary
+        context["readiness"] = {"seconds": readiness.seconds, "probes": readiness.probes}
+        context["engine"]["version"] = engine_version(
+            handle.base_url, info.version_path, info.version_field
+        )
+        log.info("engine ready", server=sid, seconds=readiness.seconds)
+        from inferx_core.load.tokenizer import resolve_token_counter
+
+        tokenizer = cfg.workload.tokenizer
+        counter = resolve_token_counter(
+            handle.base_url, server.name_served, str(tokenizer) if tokenizer else None
+        )
+        target = BenchTarget(handle.base_url, server.name_served)
+
+        def engine_gone() -> str | None:
+            if handle.alive():
+                return None
+            return f"engine exited with code {handle.returncode()} during the load"
+
+        for index, (point, pid) in enumerate(todo):
+            if not handle.alive():
+                write_failed(
+                    f"engine exited with code {handle.returncode()} before this point",
+                    todo[index:],
+                    engine_log_tail=handle.log_tail(LOG_TAIL_LINES),
+                )
+                break
+            outcome = run_point(
+                target,
+                point,
+                workload=cfg.workload,
+                load=cfg.load,
+                slo=cfg.slo,
+                counter=counter,
+                point_id=pid,
+                num_gpus=num_gpus,
+                output_dir=output_dir,
+                extra=context,
+                abort_check=engine_gone,
+                progress=progress,
+                num_gpus_reason=None if num_gpus else "the engine uses no GPU (CPU build)",
+            )
+            if outcome.status != "ok" and not handle.alive():
+                outcome.result["engine_log_tail"] = handle.log_tail(LOG_TAIL_LINES)
+                write_json_atomic(result_path(output_dir, pid), outcome.result)
+            summary.outcomes.append(outcome)
+            if on_point:
+                on_point(outcome)
+    finally:
+        handle.stop(server.stop_grace_s)
+        log.info("engine stopped", server=sid, returncode=handle.returncode())
+    return summary
+
+
+def run_configs(
+    configs: list[RunConfig],
+    *,
+    output_dir: Path | None = None,
+    resume: bool = False,
+    platform: Platform | None = None,
+    pm: InferxPluginManager | None = None,
+    progress: bool | None = None,
+    on_point: Callable[[PointOutcome], None] | None = None,
+) -> RunSummary:
+    """The Python API of ``inferx run``: every server configuration, one after another.
+
+    A server that fails to start fails its points and the run moves on.
+    """
+    pm = pm or get_plugin_manager()
+    platform = platform or detect_platform(pm)
+    total = RunSummary()
+    used_ports: set[int] = set()
+    for cfg in configs:
+        out = output_dir or cfg.output_dir
+        summary = run_server(
+            cfg,
+            pm=pm,
+            platform=platform,
+            output_dir=out,
+            resume=resume,
+            used_ports=used_ports,
+            progress=progress,
+            on_point=on_point,
+        )
+        total.outcomes += summary.outcomes
+        total.skipped += summary.skipped
+    return total

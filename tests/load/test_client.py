@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import socket
+import ssl
 import statistics
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -456,3 +460,42 @@ def test_thread_server_and_tokenize_models_health(make_request: MakeRequest) -> 
             assert r.status == 200
         rec = run_one(srv.base_url, make_request(max_tokens=4))
         assert rec.ok and ms(rec.chunk_ns[0] - rec.send_ns) >= 5.0
+
+
+def test_https(tmp_path: Path, make_request: MakeRequest) -> None:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl not available to make a test certificate")
+    key, cert = tmp_path / "k.pem", tmp_path / "c.pem"
+    args = "req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1"
+    args += " -addext subjectAltName=IP:127.0.0.1"
+    cmd = [openssl, *args.split(), "-keyout", str(key), "-out", str(cert)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+    client_ctx = ssl.create_default_context(cafile=str(cert))
+    with SSETestServer(ssl_context=server_ctx) as srv:
+        assert srv.base_url.startswith("https://")
+
+        async def go() -> tuple[list[RequestRecord], int]:
+            async with ConnectionPool(srv.base_url, ssl_context=client_ctx) as pool:
+                recs = [await send(srv.base_url, make_request(i, 20), pool=pool) for i in range(3)]
+                return recs, pool.connections_opened
+
+        recs, opened = asyncio.run(go())
+        assert all(r.ok and len(r.chunk_ns) == 20 for r in recs), [r.error for r in recs]
+        assert opened == 1
+        # An untrusted certificate is a connection failure, not an exception.
+        rec = run_one(srv.base_url, make_request())
+        assert rec.error_kind == "connection" and "CERTIFICATE_VERIFY_FAILED" in (rec.error or "")
+
+
+def test_pool_rejects_bad_urls_and_headers() -> None:
+    with pytest.raises(ValueError):
+        ConnectionPool("ftp://host")
+    with pytest.raises(ValueError):
+        ConnectionPool("http://h:1", headers={"X-A": "1\r\nX-B: 2"})
+    pool = ConnectionPool("http://h:8000/prefix/", headers={"Authorization": "Bearer k"})
+    req = pool.request_bytes("/v1/completions", b"{}")
+    assert req.startswith(b"POST /prefix/v1/completions HTTP/1.1\r\nHost: h:8000\r\n")
+    assert b"Authorization: Bearer k\r\n" in req and req.endswith(b"Content-Length: 2\r\n\r\n{}")

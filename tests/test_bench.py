@@ -162,3 +162,29 @@ def test_cli_bench_config_file_and_errors(
     assert "load.concurency" in err and "did you mean 'concurrency'" in err
     assert main(["bench"]) == 2
     assert "--base-url" in capsys.readouterr().err
+
+
+def test_ctrl_c_keeps_what_was_measured(slow_server: ServerProcess, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inferx_core.cli", "bench", "--base-url", slow_server.base_url,
+         "--concurrency", "2", "--isl", "16", "--osl", "40", "--num-prompts", "400",
+         "--warmup", "0", "--output", str(tmp_path), "--no-progress", "--name", "sigint"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    # wait until requests have completed (~0.2 s each), then interrupt
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    [result_file] = tmp_path.glob("sigint-*.json")
+    result = json.loads(result_file.read_text())
+    assert result["status"] == "interrupted"
+    assert result["completed"] > 0
+    assert result["failed_by_kind"].get("cancelled", 0) <= 2  # only the in-flight ones
+    rows = (tmp_path / f"{result['point_id']}.requests.jsonl").read_text().splitlines()
+    assert len(rows) == result["completed"] + result["failed"]
+    assert not is_complete(tmp_path, result["point_id"])  # --resume will run it again

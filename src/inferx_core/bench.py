@@ -210,13 +210,19 @@ async def _run_scheduler(
     config: LoadConfig,
     progress: LoadProgress,
     abort_check: AbortCheck | None,
+    holder: list[LoadScheduler],
 ) -> tuple[ScheduleResult, str | None]:
-    """Run one point; a watchdog stops it when ``abort_check`` reports a reason."""
+    """Run one point; a watchdog stops it when ``abort_check`` reports a reason.
+
+    The scheduler goes into ``holder`` so that, after Ctrl-C, the caller can
+    still read every record it finished (``scheduler.result``).
+    """
     abort_reason: str | None = None
     async with ConnectionPool(target.base_url, headers=target.headers) as pool:
         scheduler = LoadScheduler(
             pool, measured, config, warmup=warmup, on_complete=progress.on_complete
         )
+        holder.append(scheduler)
 
         async def watchdog() -> None:
             nonlocal abort_reason
@@ -286,14 +292,17 @@ def run_point(
     label = f"{point_id} ({'closed' if point.concurrency else 'open'} loop)"
     interrupted = False
     abort_reason: str | None = None
+    holder: list[LoadScheduler] = []
     with LoadProgress(label, None if load.duration_s else n_measured, enabled=progress) as bar:
         try:
             result, abort_reason = asyncio.run(
-                _run_scheduler(target, source, warmup, config, bar, abort_check)
+                _run_scheduler(target, source, warmup, config, bar, abort_check, holder)
             )
         except KeyboardInterrupt:
+            # Everything finished before Ctrl-C is kept; in-flight requests
+            # were marked cancelled by the scheduler.
             interrupted = True
-            result = ScheduleResult(cancelled=True)
+            result = holder[0].result if holder else ScheduleResult(cancelled=True)
     records = result.records + result.warmup_records
     metrics = summarize(
         result.records,

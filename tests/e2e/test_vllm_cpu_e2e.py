@@ -1,0 +1,101 @@
+"""End to end on the real engine: vLLM's CPU build, launched through inferx_vllm.
+
+Slow (about a minute: vLLM start-up dominates). `make test` installs the
+engine venv and sets INFERX_REQUIRE_ENGINE=1, so there a missing engine is a
+failure, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import psutil
+import pytest
+
+from inferx_core.demo.engine import find_engine_python, missing_engine_message
+from inferx_core.demo.run import SERVED_NAME, demo_config
+from inferx_core.runner import run_configs
+
+pytestmark = pytest.mark.engine
+
+
+@pytest.fixture(scope="module")
+def engine_python() -> Path:
+    python = find_engine_python()
+    if python is None:
+        if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":
+            pytest.fail(missing_engine_message())
+        pytest.skip(missing_engine_message())
+    return python
+
+
+@pytest.fixture(scope="module")
+def vllm_run(engine_python: Path, tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("vllm-e2e")
+    config = demo_config(
+        output_dir=root / "results",
+        engine_python=str(engine_python),
+        concurrency=[1, 3],
+        isl=40,
+        osl=12,
+        num_prompts=6,
+        model_dir=root / "model",
+    )
+    summary = run_configs([config], progress=False)
+    return config, summary
+
+
+def test_every_point_completed_with_server_usage(vllm_run) -> None:
+    config, summary = vllm_run
+    assert summary.ok, [o.result.get("failure_reason") for o in summary.outcomes]
+    assert len(summary.outcomes) == 2
+    for outcome in summary.outcomes:
+        result = json.loads(outcome.path.read_text())
+        assert result["status"] == "ok"
+        assert result["completed"] == 6 and result["failed"] == 0
+        assert result["model_id"] == SERVED_NAME
+        # usage came from the server for every request, nothing estimated
+        assert result["output_tokens_estimated"] is False
+        assert result["output_token_sources"]["usage"] == 6
+        assert result["median_ttft_ms"] > 0 and result["mean_tpot_ms"] > 0
+        assert result["output_throughput"] > 0
+        # prompts were built to exact lengths with the server's tokenizer
+        assert result["workload"]["token_source"] == "server"
+        assert result["workload"]["missed_target"] == 0
+        assert result["engine"]["name"] == "vllm" and result["engine"]["version"]
+        assert "--no-enable-prefix-caching" in result["launch"]["spec"]["argv"]
+        assert result["tput_per_gpu"] is None  # CPU build: no GPU to divide by
+        assert "no GPU" in result["null_reasons"]["tput_per_gpu"]
+
+
+def test_ignore_eos_forced_exact_output_lengths(vllm_run) -> None:
+    _, summary = vllm_run
+    for outcome in summary.outcomes:
+        sidecar = outcome.path.with_name(outcome.point_id + ".requests.jsonl")
+        rows = [json.loads(line) for line in sidecar.read_text().splitlines()]
+        measured = [r for r in rows if not r["warmup"]]
+        assert len(measured) == 6
+        for row in measured:
+            assert row["usage_output_tokens"] == row["max_tokens"]
+            assert row["usage_prompt_tokens"] == row["prompt_tokens"]
+            assert len(row["chunk_ns"]) >= 1 and row["chunk_ns"][0] > row["send_ns"]
+
+
+def test_engine_stopped_and_log_kept(vllm_run) -> None:
+    config, summary = vllm_run
+    result = json.loads(summary.outcomes[0].path.read_text())
+    port = int(result["launch"]["spec"]["port"])
+    listening = [
+        c for c in psutil.net_connections(kind="tcp")
+        if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN
+    ]
+    assert listening == []
+    leftovers = [
+        p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
+        if p.info["cmdline"] and str(config.model) in " ".join(p.info["cmdline"])
+    ]
+    assert leftovers == []
+    log = Path(result["launch"]["launcher"]["log"])
+    assert log.exists() and "Application startup complete" in log.read_text(errors="replace")

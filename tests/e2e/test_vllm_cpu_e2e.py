@@ -48,7 +48,7 @@ def vllm_run(engine_python: Path, tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_every_point_completed_with_server_usage(vllm_run) -> None:
-    config, summary = vllm_run
+    _, summary = vllm_run
     assert summary.ok, [o.result.get("failure_reason") for o in summary.outcomes]
     assert len(summary.outcomes) == 2
     for outcome in summary.outcomes:

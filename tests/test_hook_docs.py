@@ -208,6 +208,7 @@ def _sample_args(engine: str) -> dict[str, Any]:
         "platform": platform,
         "spec": LaunchSpec(engine=engine, argv=("serve", "org/model"), port=9000),
         "gpu_ids": [0],
+        "engine_pid": None,
     }
 
 

@@ -122,15 +122,21 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap | None:
 
 
 @hookspec
-def inferx_telemetry_samplers(platform: Platform, gpu_ids: list[int]) -> list[Sampler] | None:
+def inferx_telemetry_samplers(
+    platform: Platform, gpu_ids: list[int], engine_pid: int | None
+) -> list[Sampler] | None:
     """Offer samplers for telemetry while the load runs.
 
-    When: once per load point, just before the measured window; samplers are
-    started, read at their own interval and stopped after the window.
+    When: once per load point, just before the warmup; samplers are started,
+    read at their own interval on background threads and stopped after the
+    measured window. Energy is integrated centrally over exactly that window.
     Params:
         platform: the detected platform.
         gpu_ids: the device indices the engine uses (only these should be
-        sampled); empty for a CPU-only engine.
+        sampled); for ``inferx bench`` against an external server, the local
+        devices chosen with ``--gpus`` (default: all visible).
+        engine_pid: the engine's process id when InferX launched it (for
+        per-process CPU/RSS), else None.
     Returns: a list of objects following
     :class:`~inferx_core.telemetry.sampler.Sampler`, or None when this
     plugin has nothing to sample here (e.g. no device of its vendor).

@@ -25,7 +25,18 @@ class Sampler(Protocol):
     """A telemetry source.
 
     ``read`` returns metric name -> value; names are dotted and carry their
-    unit, e.g. ``gpu.0.power_w``, ``gpu.0.energy_j``, ``host.cpu_percent``.
+    unit. Accelerators use one vendor-neutral scheme so energy is computed the
+    same way for every vendor: ``gpu.<index>.power_w`` (instantaneous board
+    power), ``gpu.<index>.energy_j`` (a cumulative energy counter, joules),
+    ``gpu.<index>.util_percent``, ``gpu.<index>.mem_util_percent``,
+    ``gpu.<index>.mem_used_mib``, ``gpu.<index>.temp_c`` (and ``temp_<where>_c``
+    for extra sensors), ``gpu.<index>.sm_clock_mhz``,
+    ``gpu.<index>.throttle_reasons`` (vendor bitmask). The host uses
+    ``host.cpu_percent``, ``host.mem_used_mib``, ``host.engine_cpu_percent``,
+    ``host.engine_rss_mib``, and ``cpu.package<n>.energy_j`` (RAPL, CPU energy,
+    never GPU energy). Engine /metrics become ``engine.kv_cache_usage`` (0..1),
+    ``engine.requests_running``, ``engine.requests_waiting``,
+    ``engine.preemptions_total``.
     A value of None means "read, but not available" (e.g. an unsupported
     counter); an exception means the read failed and the framework records a
     gap with the error.

@@ -138,5 +138,4 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap | None:
         requests_running="vllm:num_requests_running",
         requests_waiting="vllm:num_requests_waiting",
         preemptions="vllm:num_preemptions",
-        extra={"gpu_cache_usage_legacy": "vllm:gpu_cache_usage_perc"},
     )

@@ -1,0 +1,97 @@
+"""Scraping an engine's Prometheus /metrics while the load runs.
+
+The engine plugin names its metric families (``inferx_engine_metrics``); this
+sampler reads them with prometheus-client's text parser and reports them
+under InferX's names: ``engine.kv_cache_usage`` (0..1), ``engine.requests_running``,
+``engine.requests_waiting``, ``engine.preemptions_total``. Several label sets
+(data-parallel engines) are summed for counts and maxed for cache usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from inferx_core.probes import EngineMetricsMap
+from inferx_core.telemetry.sampler import SamplerUnavailable
+
+_FIELDS = {
+    "kv_cache_usage": "engine.kv_cache_usage",
+    "requests_running": "engine.requests_running",
+    "requests_waiting": "engine.requests_waiting",
+    "preemptions": "engine.preemptions_total",
+}
+
+
+def family_values(text: str) -> dict[str, list[float]]:
+    """Metric family name -> values of its plain samples (no _bucket/_created series)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[str, list[float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            # Counters expose name_total (and name_created); keep the total only.
+            if sample.name.endswith(("_created", "_bucket")):
+                continue
+            out.setdefault(family.name, []).append(float(sample.value))
+            if sample.name != family.name:
+                out.setdefault(sample.name, []).append(float(sample.value))
+    return out
+
+
+def map_metrics(text: str, names: EngineMetricsMap) -> dict[str, float | None]:
+    """InferX metric -> value for one scrape; None when the family is absent."""
+    families = family_values(text)
+    values: dict[str, float | None] = {}
+    for field_name, key in _FIELDS.items():
+        family = getattr(names, field_name)
+        if family is None:
+            continue
+        found = families.get(family) or families.get(family.removesuffix("_total"))
+        if not found:
+            values[key] = None
+        elif field_name == "kv_cache_usage":
+            values[key] = max(found) * names.kv_cache_usage_scale
+        else:
+            values[key] = sum(found)
+    for extra_name, family in names.extra.items():
+        found = families.get(family)
+        values[f"engine.{extra_name}"] = sum(found) if found else None
+    return values
+
+
+class EngineMetricsSampler:
+    """Scrapes ``base_url + names.path`` at ``interval_s`` (control plane: httpx)."""
+
+    name = "engine_metrics"
+
+    def __init__(self, base_url: str, names: EngineMetricsMap, interval_s: float = 1.0) -> None:
+        self.url = base_url.rstrip("/") + names.path
+        self.names = names
+        self.interval_s = interval_s
+        self._client: Any = None
+
+    def start(self) -> None:
+        import httpx
+
+        self._client = httpx.Client(timeout=5.0)
+        try:
+            reply = self._client.get(self.url)
+        except httpx.HTTPError as exc:
+            self.stop()
+            raise SamplerUnavailable(f"engine metrics unreachable at {self.url}: {exc}") from exc
+        if reply.status_code != 200:
+            self.stop()
+            raise SamplerUnavailable(
+                f"engine metrics at {self.url} answered HTTP {reply.status_code}"
+            )
+
+    def read(self) -> Mapping[str, float | None]:
+        reply = self._client.get(self.url)
+        reply.raise_for_status()
+        return map_metrics(reply.text, self.names)
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None

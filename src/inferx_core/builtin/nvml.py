@@ -1,4 +1,5 @@
-"""Built-in NVIDIA detection through NVML (``pynvml`` from nvidia-ml-py, imported lazily).
+"""Built-in NVIDIA detection and telemetry through NVML (``pynvml`` from nvidia-ml-py,
+imported lazily; the sampler is :class:`~inferx_core.telemetry.nvml.NvmlSampler`).
 
 No NVIDIA GPU is a normal state: the answer is a platform with a note that
 says why (library missing, driver not loaded, zero devices), never an error.
@@ -12,6 +13,8 @@ from typing import Any
 
 from inferx_core import hookimpl
 from inferx_core.platform import Accelerator, Platform, PlatformNote
+from inferx_core.telemetry.nvml import NvmlSampler
+from inferx_core.telemetry.sampler import Sampler
 
 SOURCE = "inferx.nvml"
 
@@ -33,6 +36,20 @@ def _cuda_version(nvml: ModuleType) -> str | None:
     except Exception:
         return None
     return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def _pci_bus_id(nvml: ModuleType, handle: Any) -> str | None:
+    try:
+        return _text(nvml.nvmlDeviceGetPciInfo(handle).busId)
+    except Exception:
+        return None
+
+
+def _nvml_version(nvml: ModuleType) -> str | None:
+    try:
+        return _text(nvml.nvmlSystemGetNVMLVersion())
+    except Exception:
+        return None
 
 
 def detect_nvidia(nvml: ModuleType | None = None) -> Platform:
@@ -65,6 +82,7 @@ def detect_nvidia(nvml: ModuleType | None = None) -> Platform:
                     compute_capability=f"{major}.{minor}",
                     memory_total_mib=int(memory.total) // (1024 * 1024),
                     uuid=_text(nvml.nvmlDeviceGetUUID(handle)),
+                    pci_bus_id=_pci_bus_id(nvml, handle),
                     driver_version=driver,
                     runtime_version=cuda,
                 )
@@ -72,6 +90,9 @@ def detect_nvidia(nvml: ModuleType | None = None) -> Platform:
         software = {"nvidia_driver": driver}
         if cuda:
             software["cuda_driver"] = cuda
+        nvml_version = _nvml_version(nvml)
+        if nvml_version:
+            software["nvml"] = nvml_version
         return Platform(accelerators=tuple(accelerators), software=software)
     except Exception as exc:  # e.g. a GPU vanishing mid-enumeration
         return _note(f"NVIDIA detection failed: {type(exc).__name__}: {exc}")
@@ -87,3 +108,13 @@ def _note(message: str) -> Platform:
 @hookimpl
 def inferx_detect_platform() -> Platform:
     return detect_nvidia()
+
+
+@hookimpl
+def inferx_telemetry_samplers(platform: Platform, gpu_ids: list[int]) -> list[Sampler] | None:
+    """One :class:`NvmlSampler` for the NVIDIA devices among ``gpu_ids``, else None."""
+    nvidia = {a.index for a in platform.accelerators_of("nvidia")}
+    ids = [i for i in gpu_ids if i in nvidia]
+    if not ids:
+        return None
+    return [NvmlSampler(ids)]

@@ -36,7 +36,9 @@ def docker_run_argv(spec: LaunchSpec, run_dir: Path, *, docker: str = "docker") 
         argv += ["--ipc", "host"]
     if spec.shm_size:
         argv += ["--shm-size", spec.shm_size]
-    argv += ["-p", f"{spec.host}:{spec.port}:{spec.port}"]
+    # Host networking: the engine binds spec.host:spec.port exactly as a local
+    # process would (no NAT in the measured path; what benchmark recipes use).
+    argv += ["--network", "host"]
     for mount in spec.mounts:
         suffix = ":ro" if mount.read_only else ""
         argv += ["-v", f"{mount.host_path}:{mount.container_path}{suffix}"]

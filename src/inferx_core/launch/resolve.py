@@ -40,6 +40,17 @@ def resolve_launch(
             f"engine {server.engine!r} (plugin {entry.plugin!r}) gave no launch spec for this "
             "configuration"
         )
+    if platform.accelerators and len(spec.gpu_ids) < server.num_gpus:
+        spec = spec.model_copy(
+            update={
+                "warnings": (
+                    *spec.warnings,
+                    f"the configuration needs {server.num_gpus} GPUs "
+                    f"(parallelism {server.parallelism.model_dump(exclude_defaults=True)}) but "
+                    f"only {len(spec.gpu_ids)} are available here",
+                )
+            }
+        )
     ctx = FixContext(server=server, platform=platform)
     fixes = [fix for _, fix in fix_catalogue(pm)]
     fixed, applied, decisions = apply_fixes(spec, fixes, ctx, disabled=server.disable_fixes)

@@ -80,7 +80,7 @@ class SSEParser:
         """Consume bytes; return the events completed by them."""
         if not chunk:
             return []
-        if chunk[-2:] == b"\n\n" and not (self._tail or self._data or self._skip_lf):
+        if chunk[-2:] == b"\n\n" and not (self._tail or self._data or self._event or self._skip_lf):
             # Fast paths: whole ``data: ...`` events, one line each (what
             # OpenAI-compatible servers send, one event per read).
             if chunk[:6] == b"data: ":

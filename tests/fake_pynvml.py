@@ -10,6 +10,7 @@ NVML reports. Every ``nvml*`` call made through ``as_module()`` is counted in
 from __future__ import annotations
 
 import functools
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -80,6 +81,8 @@ class FakeGpu:
     memory_used: int = 1024**3
     power_mw: int = 350_000
     energy_mj: int | None = 1_000_000  # None: NotSupported
+    # True: the counter advances by power x elapsed time, like a real GPU's.
+    energy_advances: bool = False
     lost: bool = False
     util_gpu: int = 87
     util_memory: int = 41
@@ -109,6 +112,7 @@ class FakeNvml:
         self.without = set(without)
         self.initialised = 0
         self.calls: Counter[str] = Counter()
+        self.created = time.perf_counter()
 
     def as_module(self) -> SimpleNamespace:
         names = [n for n in dir(self) if n.startswith("nvml") and n not in self.without]
@@ -184,6 +188,8 @@ class FakeNvml:
         gpu = self._gpu(handle, "nvmlDeviceGetTotalEnergyConsumption")
         if gpu.energy_mj is None:
             raise NVMLError_NotSupported()
+        if gpu.energy_advances:
+            return gpu.energy_mj + int(gpu.power_mw * (time.perf_counter() - self.created))
         return gpu.energy_mj
 
     def nvmlDeviceGetUtilizationRates(self, handle: int) -> SimpleNamespace:

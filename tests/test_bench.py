@@ -210,3 +210,63 @@ def test_ctrl_c_keeps_what_was_measured(slow_server: ServerProcess, tmp_path: Pa
     rows = (tmp_path / f"{result['point_id']}.requests.jsonl").read_text().splitlines()
     assert len(rows) == result["completed"] + result["failed"]
     assert not is_complete(tmp_path, result["point_id"])  # --resume will run it again
+
+
+def test_no_gpu_power_is_null_with_reason_and_host_is_sampled(
+    slow_server: ServerProcess, tmp_path: Path
+) -> None:
+    config = BenchConfig(
+        base_url=slow_server.base_url,
+        workload=Workload(isl=16, osl=30),
+        load=LoadProfile(concurrency=[2], num_prompts=8, warmup=0),
+        gpus=[],
+        output_dir=tmp_path,
+    )
+    [outcome] = run_bench(config, progress=False)
+    result = outcome.result
+    assert result["power_valid"] is False
+    assert result["power_invalid_reason"].startswith("no supported GPU")
+    assert result["gpu_energy_j"] is None and result["joules_per_output_token"] is None
+    assert result["power_null_reasons"]["gpu_energy_j"].startswith("no supported GPU")
+    host = result["host_metrics"]["cpu_percent"]
+    assert host["samples"] >= 1 and 0 <= host["mean"] <= 100
+    names = {t["name"] for t in result["telemetry"]}
+    assert "host" in names
+    rows = (tmp_path / f"{outcome.point_id}.telemetry.jsonl").read_text().splitlines()
+    assert rows and all(json.loads(r)["sampler"] in names for r in rows)
+
+
+@pytest.mark.parametrize("counter_advances", [True, False])
+def test_fake_nvml_gpu_energy_flows_into_the_result(
+    slow_server: ServerProcess,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    counter_advances: bool,
+) -> None:
+    """Two fake H200s at a constant 350 W: energy = 700 W x window, per token, cross-checked."""
+    import fake_pynvml
+
+    gpus = [fake_pynvml.FakeGpu(energy_advances=counter_advances) for _ in range(2)]
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", fake_pynvml.FakeNvml(gpus).as_module())
+    config = BenchConfig(
+        base_url=slow_server.base_url,
+        workload=Workload(isl=16, osl=60),
+        load=LoadProfile(concurrency=[2], num_prompts=8, warmup=0),
+        telemetry_intervals={"nvml": 0.05},
+        output_dir=tmp_path,
+    )
+    [outcome] = run_bench(config, progress=False)
+    r = outcome.result
+    assert r["power_source"] == "nvml" and r["gpu_ids"] == [0, 1]
+    assert r["gpu_power_avg_w"] == pytest.approx(700.0)
+    assert r["gpu_energy_j"] == pytest.approx(700.0 * r["duration"], rel=0.02)
+    assert r["joules_per_output_token"] == pytest.approx(
+        r["gpu_energy_j"] / r["total_output_tokens"]
+    )
+    assert r["gpu_metrics"]["0.power_w"]["mean"] == pytest.approx(350.0)
+    if counter_advances:
+        assert r["power_valid"] is True, r["power_invalid_reason"]
+        assert abs(r["energy_counter_diff_pct"]) < 5
+    else:  # a counter stuck while power was drawn: the cross-check must say so
+        assert r["power_valid"] is False
+        assert "energy counter did not advance" in r["power_invalid_reason"]

@@ -36,9 +36,12 @@ from inferx_core.results import (
     requests_path,
     result_path,
     slug,
+    telemetry_path,
     write_json_atomic,
     write_jsonl_atomic,
 )
+from inferx_core.telemetry.recorder import TelemetryRecorder, series_rows
+from inferx_core.telemetry.session import TelemetryPlan, telemetry_fields
 
 API_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 ABORT_POLL_S = 0.25
@@ -261,6 +264,7 @@ def run_point(
     abort_check: AbortCheck | None = None,
     progress: bool | None = None,
     num_gpus_reason: str | None = None,
+    telemetry: TelemetryPlan | None = None,
 ) -> PointOutcome:
     """Run one load point and write its result (when ``output_dir`` is given).
 
@@ -293,16 +297,23 @@ def run_point(
     interrupted = False
     abort_reason: str | None = None
     holder: list[LoadScheduler] = []
-    with LoadProgress(label, None if load.duration_s else n_measured, enabled=progress) as bar:
-        try:
-            result, abort_reason = asyncio.run(
-                _run_scheduler(target, source, warmup, config, bar, abort_check, holder)
-            )
-        except KeyboardInterrupt:
-            # Everything finished before Ctrl-C is kept; in-flight requests
-            # were marked cancelled by the scheduler.
-            interrupted = True
-            result = holder[0].result if holder else ScheduleResult(cancelled=True)
+    # Samplers start before the warmup so the measured window is covered at
+    # both edges; energy is integrated over exactly that window afterwards.
+    recorder = TelemetryRecorder(telemetry.samplers() if telemetry else [])
+    recorder.start()
+    try:
+        with LoadProgress(label, None if load.duration_s else n_measured, enabled=progress) as bar:
+            try:
+                result, abort_reason = asyncio.run(
+                    _run_scheduler(target, source, warmup, config, bar, abort_check, holder)
+                )
+            except KeyboardInterrupt:
+                # Everything finished before Ctrl-C is kept; in-flight requests
+                # were marked cancelled by the scheduler.
+                interrupted = True
+                result = holder[0].result if holder else ScheduleResult(cancelled=True)
+    finally:
+        recorder.stop()
     records = result.records + result.warmup_records
     metrics = summarize(
         result.records,
@@ -316,6 +327,19 @@ def run_point(
         for key, why in metrics.get("null_reasons", {}).items():
             if why == "num_gpus_unknown":
                 metrics["null_reasons"][key] = num_gpus_reason
+    power: dict[str, Any] = {}
+    if telemetry is not None:
+        completed_in = metrics.get("total_input_tokens") or 0
+        completed_out = metrics.get("total_output_tokens") or 0
+        power = telemetry_fields(
+            recorder,
+            telemetry,
+            start_ns=result.window_start_ns,
+            end_ns=result.window_end_ns,
+            output_tokens=completed_out,
+            total_tokens=completed_in + completed_out,
+            requests=metrics.get("completed") or 0,
+        )
     status, reason = "ok", None
     if interrupted:
         status, reason = "interrupted", "interrupted by the user (Ctrl-C)"
@@ -359,11 +383,17 @@ def run_point(
             "token_counting": counter.describe(),
         },
         "slo": slo.as_dict(),
+        **power,
         **redact(extra or {}),
     }
     path = None
     if output_dir is not None:
         write_jsonl_atomic(requests_path(output_dir, point_id), (r.to_json() for r in records))
+        if telemetry is not None:
+            write_jsonl_atomic(
+                telemetry_path(output_dir, point_id),
+                series_rows(recorder, result.window_start_ns),
+            )
         path = write_json_atomic(result_path(output_dir, point_id), out)
     if interrupted:
         raise KeyboardInterrupt
@@ -394,6 +424,7 @@ def run_bench(
         str(config.workload.tokenizer) if config.workload.tokenizer else None,
     )
     prefix = config.name or slug(model.rsplit("/", 1)[-1])
+    telemetry = local_telemetry(config) if config.telemetry else None
     outcomes = []
     for point in load_points(config.load):
         outcome = run_point(
@@ -409,8 +440,37 @@ def run_bench(
             output_dir=config.output_dir,
             extra={"config": config.model_dump(mode="json")},
             progress=progress,
+            telemetry=telemetry,
         )
         outcomes.append(outcome)
         if on_point:
             on_point(outcome)
     return outcomes
+
+
+def local_telemetry(config: BenchConfig) -> TelemetryPlan:
+    """Against an external server the client often runs on the serving node: sample the
+    local GPUs (``gpus``, default all visible), the host, and the engine's /metrics when
+    the engine is named."""
+    from inferx_core.plugins import get_plugin_manager
+    from inferx_core.registry import detect_platform, engine_registry
+    from inferx_core.telemetry.session import build_plan
+
+    pm = get_plugin_manager()
+    platform = detect_platform(pm)
+    gpu_ids = config.gpus if config.gpus is not None else [a.index for a in platform.accelerators]
+    metrics_map = None
+    if config.engine:
+        from inferx_core.config import ServerConfig
+
+        engine_registry(pm).get(config.engine)  # a clear error for an unknown engine
+        probe = ServerConfig(engine=config.engine, model=config.model or "?")
+        metrics_map = pm.call_first("inferx_engine_metrics", server=probe)[1]
+    return build_plan(
+        pm,
+        platform,
+        gpu_ids,
+        base_url=config.base_url,
+        metrics_map=metrics_map,
+        interval_overrides=config.telemetry_intervals,
+    )

@@ -61,6 +61,9 @@ def register_command(sub: Any) -> None:
     p.add_argument("--timeout", type=float, help="per-request timeout (s)")
     p.add_argument("--slo", type=_slo, help="e.g. ttft_ms=500,tpot_ms=30")
     p.add_argument("--num-gpus", type=int, help="GPUs behind the server (per-GPU throughput)")
+    p.add_argument("--gpus", type=_csv(int), help="local GPUs to sample (default: all visible)")
+    p.add_argument("--engine", help="engine behind the server (to scrape its /metrics)")
+    p.add_argument("--no-telemetry", action="store_true", help="do not sample power/host/metrics")
     p.add_argument("--percentiles", type=_csv(float), help="default 50,90,99,99.9")
     p.add_argument("--output", help="results folder (default results/)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -107,6 +110,8 @@ def bench_config_from_args(args: argparse.Namespace) -> Any:
     ):
         if getattr(args, flag) is not None:
             workload[key] = getattr(args, flag)
+    if args.no_telemetry:
+        data["telemetry"] = False
     if args.no_ignore_eos:
         workload["ignore_eos"] = False
     if args.concurrency is not None:

@@ -86,6 +86,10 @@ class ServerConfig(_Strict):
     plugin_options: dict[str, Any] = Field(
         default_factory=dict, description="Engine-plugin specific settings"
     )
+    telemetry_intervals: dict[str, float] = Field(
+        default_factory=dict,
+        description="Sampler name -> interval s (default nvml 0.5, host 1.0, engine_metrics 1.0)",
+    )
 
     @property
     def name_served(self) -> str:
@@ -292,6 +296,17 @@ class BenchConfig(_Strict):
     percentiles: list[float] = Field(default_factory=lambda: [50.0, 90.0, 99.0, 99.9])
     headers: dict[str, str] = Field(
         default_factory=dict, description="Extra HTTP headers (e.g. Authorization); redacted"
+    )
+    engine: str | None = Field(
+        default=None, description="Engine behind the server, to scrape its /metrics by name"
+    )
+    gpus: list[int] | None = Field(
+        default=None,
+        description="Local GPUs to sample (the client often runs on the node); None: all visible",
+    )
+    telemetry: bool = Field(default=True, description="Sample power, host and engine metrics")
+    telemetry_intervals: dict[str, float] = Field(
+        default_factory=dict, description="Sampler name -> interval s, e.g. {nvml: 0.1}"
     )
     output_dir: Path | None = Path("results")
 

@@ -16,6 +16,7 @@ from typing import Any
 SCHEMA_VERSION = 1
 RESULT_SUFFIX = ".json"
 REQUESTS_SUFFIX = ".requests.jsonl"
+TELEMETRY_SUFFIX = ".telemetry.jsonl"
 
 
 def _atomic_write(path: Path, write: Any) -> Path:
@@ -53,6 +54,10 @@ def result_path(output_dir: Path, point_id: str) -> Path:
 
 def requests_path(output_dir: Path, point_id: str) -> Path:
     return output_dir / f"{point_id}{REQUESTS_SUFFIX}"
+
+
+def telemetry_path(output_dir: Path, point_id: str) -> Path:
+    return output_dir / f"{point_id}{TELEMETRY_SUFFIX}"
 
 
 def read_result(path: Path) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from inferx_core.readiness import (
 from inferx_core.redact import redact
 from inferx_core.registry import detect_platform, engine_registry, launchers
 from inferx_core.results import SCHEMA_VERSION, is_complete, result_path, slug, write_json_atomic
+from inferx_core.telemetry.session import build_plan
 
 log = get_logger("inferx.runner")
 LOG_TAIL_LINES = 60
@@ -227,6 +228,15 @@ def run_server(
             handle.base_url, server.name_served, str(tokenizer) if tokenizer else None
         )
         target = BenchTarget(handle.base_url, server.name_served)
+        telemetry = build_plan(
+            pm,
+            platform,
+            list(resolved.spec.gpu_ids),
+            engine_pid=getattr(handle, "pid", None),
+            base_url=handle.base_url,
+            metrics_map=pm.call_first("inferx_engine_metrics", server=server)[1],
+            interval_overrides=cfg.telemetry_intervals,
+        )
 
         def engine_gone() -> str | None:
             if handle.alive():
@@ -255,6 +265,7 @@ def run_server(
                 abort_check=engine_gone,
                 progress=progress,
                 num_gpus_reason=None if num_gpus else "the engine uses no GPU (CPU build)",
+                telemetry=telemetry,
             )
             if outcome.status != "ok" and not handle.alive():
                 # Requests can fail (connection refused) before the watchdog

@@ -39,10 +39,12 @@ def vllm_run(engine_python: Path, tmp_path_factory: pytest.TempPathFactory):
         engine_python=str(engine_python),
         concurrency=[1, 3],
         isl=40,
-        osl=12,
+        osl=48,
         num_prompts=6,
         model_dir=root / "model",
     )
+    # ~2 s windows: sample often enough to see the engine busy inside them
+    config = config.model_copy(update={"telemetry_intervals": {"host": 0.2, "engine_metrics": 0.2}})
     summary = run_configs([config], progress=False)
     return config, summary
 
@@ -101,3 +103,27 @@ def test_engine_stopped_and_log_kept(vllm_run) -> None:
     assert leftovers == []
     log = Path(result["launch"]["launcher"]["log"])
     assert log.exists() and "Application startup complete" in log.read_text(errors="replace")
+
+
+def test_telemetry_host_engine_metrics_and_null_gpu_power(vllm_run) -> None:
+    _, summary = vllm_run
+    result = json.loads(summary.outcomes[-1].path.read_text())  # c=3: requests overlap
+    # no GPU here: power is null with the reason, never a fake 0
+    assert result["power_valid"] is False
+    assert result["power_invalid_reason"].startswith("no supported GPU")
+    assert result["gpu_energy_j"] is None and result["gpu_power_avg_w"] is None
+    # host samples, including the engine's own process tree
+    host = result["host_metrics"]
+    assert host["engine_rss_mib"]["max"] > 50  # vLLM's API server + EngineCore + worker
+    assert host["engine_cpu_percent"]["max"] > 10  # the engine tree was busy serving
+    # vLLM's Prometheus names, mapped through inferx_vllm's name map
+    engine = result["engine_metrics"]
+    assert engine["requests_running"]["samples"] >= 1
+    assert engine["requests_running"]["max"] >= 0  # read (a number), not missing
+    assert 0 <= engine["kv_cache_usage"]["max"] <= 1
+    assert engine["preemptions_total"]["increase"] is not None
+    sidecar = summary.outcomes[-1].path.with_name(
+        summary.outcomes[-1].point_id + ".telemetry.jsonl"
+    )
+    samplers = {json.loads(line)["sampler"] for line in sidecar.read_text().splitlines()}
+    assert {"host", "engine_metrics"} <= samplers

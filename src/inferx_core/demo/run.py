@@ -45,6 +45,8 @@ def demo_config(
         engine_args={"enforce-eager": True},
         engine_env={"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"},
         readiness_timeout_s=600,
+        # Short CPU-demo windows: sample host and /metrics twice a second.
+        telemetry_intervals={"host": 0.5, "engine_metrics": 0.5},
         stop_grace_s=15,
         workload=Workload(isl=isl, osl=osl, tokenizer=model / "tokenizer.json"),
         load=LoadProfile(concurrency=concurrency or [1, 4, 8], num_prompts=num_prompts),

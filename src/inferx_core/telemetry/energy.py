@@ -497,6 +497,11 @@ def gpu_energy(
             null_reasons["energy_counter_diff_pct"] = null_reasons["gpu_energy_j"]
         elif counter_j <= 0:
             null_reasons["energy_counter_diff_pct"] = "energy counter did not advance"
+            if energy_j > 0:
+                # A counter stuck while the GPUs drew power: one of the two is wrong.
+                reasons.append(
+                    f"energy counter did not advance while the power integral is {_fmt(energy_j)} J"
+                )
         else:
             diff_pct = (energy_j - counter_j) / counter_j * 100.0
             if abs(diff_pct) > counter_tolerance * 100.0:

@@ -32,7 +32,7 @@ class SamplerSeries:
     unavailable: str | None = None
     notes: list[str] = field(default_factory=list)
 
-    def keys(self) -> list[str]:
+    def metric_names(self) -> list[str]:
         seen: dict[str, None] = {}
         for _, values in self.samples:
             for key in values:
@@ -47,22 +47,29 @@ class _SamplerThread(threading.Thread):
         self.series = series
         self.stop_event = threading.Event()
 
+    def read_once(self) -> None:
+        try:
+            values = dict(self.sampler.read())
+        except Exception as exc:  # a failed read is a gap, never the end of the series
+            self.series.errors.append((time.perf_counter_ns(), f"{type(exc).__name__}: {exc}"))
+        else:
+            self.series.samples.append((time.perf_counter_ns(), values))
+
     def run(self) -> None:
         interval = max(float(self.sampler.interval_s), MIN_INTERVAL_S)
         interval_ns = int(interval * 1e9)
         next_ns = time.perf_counter_ns()
         while not self.stop_event.is_set():
-            try:
-                values = dict(self.sampler.read())
-            except Exception as exc:  # a failed read is a gap, never the end of the series
-                self.series.errors.append((time.perf_counter_ns(), f"{type(exc).__name__}: {exc}"))
-            else:
-                self.series.samples.append((time.perf_counter_ns(), values))
+            self.read_once()
             next_ns += interval_ns
             now = time.perf_counter_ns()
             if next_ns < now:  # fell behind (slow read): skip missed slots, keep the grid
                 next_ns += ((now - next_ns) // interval_ns + 1) * interval_ns
             self.stop_event.wait((next_ns - now) / 1e9)
+        # A closing reading after stop: the series then covers the window's end
+        # (stop comes right after the last completion) instead of ending up to
+        # one interval early.
+        self.read_once()
 
 
 class TelemetryRecorder:
@@ -134,7 +141,7 @@ class TelemetryRecorder:
                 "first_errors": [e for _, e in s.errors[:3]],
                 "unavailable": s.unavailable,
                 "notes": s.notes,
-                "metrics": s.keys(),
+                "metrics": s.metric_names(),
             }
             for s in self.series
         ]

@@ -28,7 +28,8 @@ from inferx_core.bench import (
 from inferx_core.config import RunConfig, ServerConfig
 from inferx_core.errors import UserFacingError
 from inferx_core.launch.launcher import ServerHandle
-from inferx_core.launch.process import free_port, port_is_free
+from inferx_core.launch.preflight import run_preflight
+from inferx_core.launch.process import free_port
 from inferx_core.launch.resolve import ResolvedLaunch, resolve_launch
 from inferx_core.log import get_logger
 from inferx_core.platform import Platform
@@ -125,25 +126,6 @@ def _run_context(
     }
 
 
-def check_preflight(resolved: ResolvedLaunch) -> list[dict[str, Any]]:
-    """Run the waits a spec asks for; unknown kinds are reported as not checked."""
-    import time
-
-    checks = []
-    for wait in resolved.spec.preflight:
-        if wait.kind == "port_free":
-            port = wait.port or resolved.spec.port
-            deadline = time.monotonic() + wait.timeout_s
-            while not port_is_free(port, resolved.spec.host):
-                if time.monotonic() > deadline:
-                    raise UserFacingError(f"port {port} still in use after {wait.timeout_s:.0f} s")
-                time.sleep(0.5)
-            checks.append({"kind": wait.kind, "port": port, "ok": True})
-        else:
-            checks.append({"kind": wait.kind, "ok": None, "note": "no checker on this platform"})
-    return checks
-
-
 def run_server(
     cfg: RunConfig,
     *,
@@ -194,7 +176,11 @@ def run_server(
                 on_point(outcome)
 
     try:
-        context["preflight"] = check_preflight(resolved)
+        context["preflight"] = run_preflight(
+            resolved.spec,
+            platform,
+            build_plan(pm, platform, list(resolved.spec.gpu_ids)).make_samplers,
+        )
         log.info("launching", server=sid, argv=list(resolved.spec.argv), env=resolved.spec.env)
         handle: ServerHandle = launcher.start(resolved.spec, run_dir)
     except (OSError, ValueError, UserFacingError) as exc:

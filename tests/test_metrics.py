@@ -629,3 +629,25 @@ def test_time_scaling(recs: list[RequestRecord], slos: dict[str, float] | None, 
             assert vb == pytest.approx(va / k, rel=1e-9, abs=1e-12), key
         else:
             assert vb == va, key
+
+
+def test_zero_gap_fraction_flags_chunks_read_together() -> None:
+    from inferx_core.load.records import RequestRecord
+    from inferx_core.metrics import summarize
+
+    ms = 1_000_000
+    # 5 chunks: two arrive in one read (same stamp), the others 10 ms apart
+    rec = RequestRecord(
+        request_id=0,
+        prompt_tokens=8,
+        max_tokens=5,
+        send_ns=0,
+        chunk_ns=[20 * ms, 30 * ms, 30 * ms, 40 * ms, 50 * ms],
+        usage_output_tokens=5,
+        end_ns=50 * ms,
+    )
+    result = summarize([rec], window_start_ns=0, window_end_ns=50 * ms)
+    assert result["itl_zero_gap_fraction"] == 0.25
+    empty = summarize([], window_start_ns=0, window_end_ns=1)
+    assert empty["itl_zero_gap_fraction"] is None
+    assert empty["null_reasons"]["itl_zero_gap_fraction"]

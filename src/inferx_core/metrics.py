@@ -401,6 +401,16 @@ def summarize(
         for stat, value in stats.items():
             f.put(f"{stat}_{metric}_ms", value, empty_reason[metric])
 
+    # Chunks stamped by one socket read share a timestamp (gap 0). Many such
+    # gaps mean the client read late (starved CPU) or the server flushed
+    # bursts: ITL/TPOT then describe delivery, not generation. Say how often.
+    gaps = samples["itl"]
+    f.put(
+        "itl_zero_gap_fraction",
+        (sum(1 for g in gaps if g == 0) / len(gaps)) if gaps else None,
+        empty_reason["itl"],
+    )
+
     # Per-token ITL: only requests whose chunk token counts are known.
     pt_reqs = [m.itl_per_token_ms for _, m in ok if m.itl_per_token_ms is not None]
     f.put("itl_per_token_requests", len(pt_reqs))

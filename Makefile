@@ -9,7 +9,7 @@ DISTS := -e '.[dev]' -e plugins/inferx_vllm -e plugins/inferx_sglang \
 PYPROJECTS := pyproject.toml $(wildcard plugins/*/pyproject.toml) \
               examples/inferx_example_plugin/pyproject.toml
 
-.PHONY: install test lint demo clean engine
+.PHONY: install test lint demo clean engine browser
 
 $(STAMP): $(PYPROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,12 +23,13 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: install lint engine
-	INFERX_REQUIRE_ENGINE=1 $(BIN)/python -m pytest
+test: install lint engine browser
+	INFERX_REQUIRE_ENGINE=1 INFERX_REQUIRE_BROWSER=1 $(BIN)/python -m pytest
 
 demo: install engine
 	$(BIN)/inferx doctor
 	$(BIN)/inferx demo --output results/demo
+	$(BIN)/inferx report results/demo --output results/demo/report
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
@@ -54,3 +55,8 @@ $(ENGINE_STAMP):
 	touch $@
 
 engine: $(ENGINE_STAMP)
+
+# Headless Chromium renders the HTML report in the report tests (Debian's
+# package; installed when missing and we are root with apt, as on CI).
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; } || echo "no chromium: browser tests will fail under INFERX_REQUIRE_BROWSER=1"

@@ -166,7 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Later sub-commands register themselves here (kept as module paths so the
 # modules are imported only when ``build_parser`` runs, which --version skips).
-_EXTRA_COMMAND_MODULES: tuple[str, ...] = ("inferx_core.cli_bench", "inferx_core.cli_run")
+_EXTRA_COMMAND_MODULES: tuple[str, ...] = (
+    "inferx_core.cli_bench",
+    "inferx_core.cli_run",
+    "inferx_core.cli_report",
+)
 
 
 def _extra_commands() -> list[Callable[[Any], None]]:

@@ -11,11 +11,12 @@ reports the file, the field path and what is allowed.
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+from inferx_core.sweep import ConcurrencyRange, Precision
 
 RangeSemantics = Literal["inferencex", "vllm", "sglang", "fixed"]
 ApiKind = Literal["completions", "chat"]
@@ -242,8 +243,16 @@ class SweepMatrix(_Strict):
     dp: list[PositiveInt] = Field(default_factory=list)
     ep: list[PositiveInt] = Field(default_factory=list)
     kv_cache_dtype: list[str] = Field(default_factory=list)
+    precision: list[Precision] = Field(
+        default_factory=list,
+        description="Precisions to cross: {name, dtype, quantization, kv_cache_dtype}",
+    )
     scenarios: list[Scenario] = Field(default_factory=list)
     concurrency: list[PositiveInt] = Field(default_factory=list)
+    concurrency_range: ConcurrencyRange | None = Field(
+        default=None,
+        description="Geometric levels {start, stop, factor: 2}; merged with concurrency",
+    )
 
 
 class SweepConfig(_Strict):
@@ -253,31 +262,10 @@ class SweepConfig(_Strict):
     matrix: SweepMatrix = Field(default_factory=SweepMatrix)
 
     def expand(self) -> list[RunConfig]:
-        """One RunConfig per server configuration x scenario (load levels stay inside)."""
-        m = self.matrix
-        axes: list[list[tuple[str, Any]]] = []
-        for key in ("engine", "model", "tp", "dp", "ep", "kv_cache_dtype"):
-            values = getattr(m, key)
-            if values:
-                axes.append([(key, v) for v in values])
-        if m.scenarios:
-            axes.append([("scenario", s) for s in m.scenarios])
-        runs = []
-        for combo in itertools.product(*axes) if axes else [()]:
-            data = self.base.model_dump()
-            for key, value in combo:
-                if key in ("tp", "dp", "ep"):
-                    data["parallelism"][key] = value
-                elif key == "scenario":
-                    data["workload"]["isl"], data["workload"]["osl"] = value.isl, value.osl
-                    data["name"] = "-".join(filter(None, [data.get("name"), value.name]))
-                else:
-                    data[key] = value
-            if m.concurrency:
-                data["load"]["concurrency"] = list(m.concurrency)
-                data["load"]["request_rate"] = None
-            runs.append(RunConfig.model_validate(data))
-        return runs
+        """One RunConfig per server configuration x precision x scenario (load levels inside)."""
+        from inferx_core.sweep import expand_sweep
+
+        return expand_sweep(self.base, self.matrix)
 
 
 class BenchConfig(_Strict):

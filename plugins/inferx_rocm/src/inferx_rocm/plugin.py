@@ -1,69 +1,39 @@
-"""AMD's answers to the InferX hooks. Silent (no error) where amdsmi or AMD GPUs are absent."""
+"""AMD's answers to the InferX hooks: detection and telemetry through amdsmi, ROCm fixes.
+
+Silent (None, no error) where amdsmi or AMD GPUs are absent; every fix's
+condition holds only for AMD GPUs, so on NVIDIA or CPU platforms a launch is
+exactly what it is without this plugin. The AMD knowledge stays here: the
+core and the engine plugins know none of it.
+"""
 
 from __future__ import annotations
 
-from types import ModuleType
-from typing import Any
-
 from inferx_core import hookimpl
-from inferx_core.platform import Accelerator, Platform, PlatformNote
+from inferx_core.launch.fixes import Fix
+from inferx_core.platform import Platform
+from inferx_core.telemetry.sampler import Sampler
+from inferx_rocm.fixes import catalogue
+from inferx_rocm.sampler import AmdSmiSampler
+from inferx_rocm.smi import SOURCE, bare_arch, detect_amd, load_amdsmi
 
-SOURCE = "rocm"
-
-
-def load_amdsmi() -> ModuleType:
-    import amdsmi
-
-    return amdsmi
-
-
-def bare_arch(arch: str) -> str:
-    """'gfx942:sramecc+:xnack-' -> 'gfx942' (what AITER pattern-matches)."""
-    return arch.split(":", 1)[0].strip()
-
-
-def _get(fn: Any, *args: Any) -> Any:
-    try:
-        return fn(*args)
-    except Exception:  # no amdsmi (or no ROCm library): stay silent
-        return None
-
-
-def detect_amd(smi: ModuleType | None = None) -> Platform | None:
-    try:
-        smi = smi or load_amdsmi()
-    except Exception:  # amdsmi raises for unsupported metrics
-        return None
-    try:
-        smi.amdsmi_init()
-    except Exception as exc:
-        return Platform(
-            notes=(PlatformNote(source=SOURCE, message=f"no AMD GPU: amdsmi init failed: {exc}"),)
-        )
-    try:
-        handles = smi.amdsmi_get_processor_handles()
-        accelerators = []
-        for index, handle in enumerate(handles):
-            asic = _get(smi.amdsmi_get_gpu_asic_info, handle) or {}
-            board = _get(smi.amdsmi_get_gpu_board_info, handle) or {}
-            vram = _get(smi.amdsmi_get_gpu_vram_info, handle) or {}
-            arch_full = str(asic.get("target_graphics_version") or "") or None
-            name = board.get("product_name") or asic.get("market_name") or "AMD GPU"
-            accelerators.append(
-                Accelerator(
-                    vendor="amd",
-                    index=index,
-                    name=str(name),
-                    arch=bare_arch(arch_full) if arch_full else None,
-                    arch_full=arch_full,
-                    memory_total_mib=vram.get("vram_size"),
-                )
-            )
-        return Platform(accelerators=tuple(accelerators))
-    finally:
-        _get(smi.amdsmi_shut_down)
+__all__ = ["SOURCE", "bare_arch", "detect_amd", "load_amdsmi"]
 
 
 @hookimpl
 def inferx_detect_platform() -> Platform | None:
     return detect_amd()
+
+
+@hookimpl
+def inferx_telemetry_samplers(platform: Platform, gpu_ids: list[int]) -> list[Sampler] | None:
+    """One :class:`AmdSmiSampler` for the AMD devices among ``gpu_ids``, else None."""
+    amd = {a.index for a in platform.accelerators_of("amd")}
+    ids = [i for i in gpu_ids if i in amd]
+    if not ids:
+        return None
+    return [AmdSmiSampler(ids)]
+
+
+@hookimpl
+def inferx_container_fixes() -> list[Fix]:
+    return catalogue()

@@ -1,0 +1,498 @@
+"""A/B comparison of two result sets: per-point ratios with a verdict, and the two
+throughput/interactivity frontiers compared at chosen interactivities.
+
+Pure functions apart from reading ``.requests.jsonl`` sidecars (given paths).
+
+Spread and verdict (what "the difference exceeds the run-to-run spread" means):
+
+1. Each side's value of a metric gets a 95% confidence interval (CI):
+
+   - *replicates*: when a side holds two or more distinct ``ok`` results of
+     the same point (the same point id found in several of its folders), the
+     value is their mean and the CI is mean +- t(0.975, n-1) x sd / sqrt(n).
+     This is the real run-to-run spread and is preferred for every metric.
+   - *per-request medians* (TTFT, TPOT, E2E latency p50, and interactivity =
+     1000 / median TPOT): from the ``.requests.jsonl`` sidecar, the
+     distribution-free order-statistic CI of the median (ranks
+     n/2 -+ 1.96 sqrt(n)/2); without the sidecar, median +- 1.96 x 1.2533 x
+     std / sqrt(n) from the result's ``std_*_ms`` and request count (normal
+     approximation). The interactivity CI is the TPOT CI mapped through 1000/x.
+   - *throughput* of a single run has no within-run CI: its spread is unknown
+     (only replicates give it).
+
+2. The verdict is "better" or "worse" only when the relative difference is
+   larger than the noise floor (``noise``, default 5%: a typical run-to-run
+   variation of serving benchmarks) *and*, where both sides have a CI, the
+   two CIs do not overlap. Otherwise "same" (within the spread). The basis
+   of each verdict is reported (``ci`` or ``noise floor``).
+
+Matching points: by point id when the two sides share any; else by the load
+key (scenario, API, mode, concurrency or rate, parallelism), only where that
+key is unique on both sides (e.g. vLLM vs SGLang, or one GPU vs another).
+
+Frontiers: for each ISL/OSL scenario present on both sides, the frontier of
+every ``ok`` point of that side (tok/s/gpu vs interactivity) is interpolated
+linearly at each requested interactivity (None outside a frontier's range);
+those verdicts use the noise floor only.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from inferx_core.analysis.cost import CostOptions, cost_fields
+from inferx_core.analysis.load import LoadedResults, read_jsonl, requests_sidecar
+from inferx_core.analysis.pareto import Frontier
+from inferx_core.analysis.points import INTERACTIVITY, THROUGHPUT
+
+Better = Literal["higher", "lower"]
+Verdict = Literal["better", "worse", "same", "n/a"]
+
+Z95 = 1.959963984540054
+MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)  # asymptotic SE(median) = 1.2533 sd / sqrt(n)
+DEFAULT_NOISE = 0.05
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306}
+_T975.update({9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042})
+
+__all__ = [
+    "METRICS",
+    "Comparison",
+    "Estimate",
+    "MetricSpec",
+    "SideData",
+    "compare",
+    "decide",
+    "default_levels",
+    "estimate",
+    "load_side",
+    "match_points",
+    "median_ci",
+    "median_ci_from_std",
+    "t_quantile_975",
+]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    field: str
+    label: str
+    better: Better
+    sample: str | None = None  # per-request metric behind a median ("ttft", "tpot", ...)
+
+
+METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec(THROUGHPUT, "tok/s/gpu", "higher"),
+    MetricSpec("output_throughput", "out tok/s", "higher"),
+    MetricSpec(INTERACTIVITY, "tok/s/user", "higher", "intvty"),
+    MetricSpec("median_ttft_ms", "TTFT p50 ms", "lower", "ttft"),
+    MetricSpec("median_tpot_ms", "TPOT p50 ms", "lower", "tpot"),
+    MetricSpec("median_e2el_ms", "E2E p50 ms", "lower", "e2el"),
+)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value with its 95% CI (``low``/``high`` None when the spread is unknown)."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    basis: str = "none"
+    n: int | None = None
+
+    @property
+    def has_ci(self) -> bool:
+        return self.low is not None and self.high is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "ci": [self.low, self.high], "basis": self.basis, "n": self.n}
+
+
+def t_quantile_975(df: int) -> float:
+    """Two-sided 95% Student t quantile (table; conservative between entries)."""
+    if df < 1:
+        raise ValueError("df must be >= 1")
+    if df > 30:
+        return Z95
+    known = [k for k in _T975 if k <= df]
+    return _T975[max(known)]
+
+
+def median_ci(values: Sequence[float], z: float = Z95) -> tuple[float, float, float] | None:
+    """(median, low, high): the distribution-free CI of the median from order statistics.
+
+    Ranks (1-based) j = floor((n - z sqrt(n)) / 2) and k = ceil(1 + (n + z sqrt(n)) / 2),
+    clamped to [1, n]; for small n this is the full range. None when empty.
+    """
+    data = sorted(float(v) for v in values if v is not None and math.isfinite(v))
+    n = len(data)
+    if n == 0:
+        return None
+    half = z * math.sqrt(n) / 2
+    j = max(1, math.floor(n / 2 - half))
+    k = min(n, math.ceil(1 + n / 2 + half))
+    return statistics.median(data), data[j - 1], data[k - 1]
+
+
+def median_ci_from_std(
+    median: float, std: float, n: int, z: float = Z95
+) -> tuple[float, float] | None:
+    """Normal-approximation CI of a median: median -+ z x 1.2533 x std / sqrt(n)."""
+    if n < 1 or not (math.isfinite(median) and math.isfinite(std)) or std < 0:
+        return None
+    half = z * MEDIAN_SE_FACTOR * std / math.sqrt(n)
+    return median - half, median + half
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+def _per_request_samples(path: Path) -> dict[str, list[float]]:
+    from inferx_core.load.records import RequestRecord
+    from inferx_core.metrics import request_metrics
+
+    out: dict[str, list[float]] = {"ttft": [], "tpot": [], "e2el": []}
+    fields = set(RequestRecord.__dataclass_fields__)
+    for row in read_jsonl(path):
+        if row.get("warmup"):
+            continue
+        try:
+            rec = RequestRecord(**{k: v for k, v in row.items() if k in fields})
+            m = request_metrics(rec)
+        except (TypeError, ValueError, IndexError):
+            continue
+        if not m.ok:
+            continue
+        if m.ttft_ms is not None:
+            out["ttft"].append(m.ttft_ms)
+        if m.e2el_ms is not None:
+            out["e2el"].append(m.e2el_ms)
+        if m.tpot_ms is not None:
+            out["tpot"].append(m.tpot_ms)
+    return out
+
+
+@dataclass
+class SideData:
+    """One side of a comparison: merged results, their rows, and where they live."""
+
+    label: str
+    loaded: LoadedResults
+    rows: list[dict[str, Any]]
+    options: CostOptions = field(default_factory=CostOptions)
+    _samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+
+    def row(self, point_id: str) -> dict[str, Any] | None:
+        return next((r for r in self.rows if r["point_id"] == point_id), None)
+
+    def result(self, point_id: str) -> dict[str, Any] | None:
+        return next((r for r in self.loaded.results if r.get("point_id") == point_id), None)
+
+    def samples(self, point_id: str) -> dict[str, list[float]] | None:
+        if point_id not in self._samples:
+            path = self.loaded.paths.get(point_id)
+            sidecar = requests_sidecar(path) if path else None
+            self._samples[point_id] = _per_request_samples(sidecar) if sidecar else {}
+        return self._samples[point_id] or None
+
+
+def _value(result: Mapping[str, Any], spec: MetricSpec, options: CostOptions) -> float | None:
+    if spec.field == THROUGHPUT:  # per GPU as the rows count it (assumed GPUs included)
+        return _num(cost_fields(result, options)[THROUGHPUT])
+    return _num(result.get(spec.field))
+
+
+def load_side(
+    label: str, paths: Sequence[Path | str], options: CostOptions | None = None
+) -> SideData:
+    """Load one side (folders or files) and build its rows."""
+    from inferx_core.analysis.load import load_results
+    from inferx_core.analysis.points import build_rows
+
+    options = options or CostOptions()
+    loaded = load_results(paths)
+    return SideData(label, loaded, build_rows(loaded.results, options, loaded.paths), options)
+
+
+def estimate(side: SideData, point_id: str, spec: MetricSpec) -> Estimate:
+    """The side's value of one metric at one point, with its CI (see the module doc)."""
+    row = side.row(point_id) or {}
+    value = _num(row.get(spec.field))
+    # 1. replicates
+    versions = [v for v in side.loaded.versions.get(point_id, []) if v.get("status") == "ok"]
+    if len(versions) >= 2:
+        vals = [_value(v, spec, side.options) for v in versions]
+        clean = [v for v in vals if v is not None]
+        if len(clean) >= 2:
+            mean = statistics.fmean(clean)
+            half = t_quantile_975(len(clean) - 1) * statistics.stdev(clean) / math.sqrt(len(clean))
+            return Estimate(
+                mean, mean - half, mean + half, f"replicates (n={len(clean)})", len(clean)
+            )
+    if value is None or spec.sample is None:
+        return Estimate(value, basis="no spread (single run)" if value is not None else "missing")
+    # 2. per-request medians
+    sample = "tpot" if spec.sample == "intvty" else spec.sample
+    samples = side.samples(point_id)
+    low = high = None
+    basis = "none"
+    n = None
+    if samples and samples.get(sample):
+        found = median_ci(samples[sample])
+        if found is not None:
+            _, low, high = found
+            n = len(samples[sample])
+            basis = "median CI from requests (order statistics)"
+    else:
+        result = side.result(point_id) or {}
+        std = _num(result.get(f"std_{sample}_ms"))
+        med = _num(result.get(f"median_{sample}_ms"))
+        count = result.get("intvty_requests") if sample == "tpot" else result.get("completed")
+        if std is not None and med is not None and isinstance(count, int) and count > 0:
+            ci = median_ci_from_std(med, std, count)
+            if ci is not None:
+                low, high = ci
+                n = count
+                basis = "median CI from std/sqrt(n) (normal approximation)"
+    if low is None or high is None:
+        return Estimate(value, basis="no spread available")
+    if spec.sample == "intvty":
+        # interactivity = 1000 / TPOT: map the TPOT CI through the decreasing 1000/x.
+        lo = 1000.0 / high if high > 0 else None
+        hi = 1000.0 / low if low > 0 else math.inf
+        if lo is None:
+            return Estimate(value, basis="no spread available")
+        return Estimate(value, lo, None if math.isinf(hi) else hi, basis, n)
+    return Estimate(value, low, high, basis, n)
+
+
+def decide(
+    a: Estimate, b: Estimate, better: Better, noise: float = DEFAULT_NOISE
+) -> dict[str, Any]:
+    """Ratio B/A and the verdict for B against A (see the module doc for the rule)."""
+    if a.value is None or b.value is None:
+        return {"ratio": None, "change": None, "verdict": "n/a", "basis": "missing value"}
+    if a.value == 0:
+        return {"ratio": None, "change": None, "verdict": "n/a", "basis": "A is zero"}
+    ratio = b.value / a.value
+    change = ratio - 1.0
+    gain = change if better == "higher" else -change
+    if abs(change) <= noise:
+        return {
+            "ratio": ratio,
+            "change": change,
+            "verdict": "same",
+            "basis": f"|change| <= noise floor {noise:.0%}",
+        }
+    if a.has_ci and b.has_ci:
+        assert a.low is not None and a.high is not None
+        assert b.low is not None and b.high is not None
+        if b.low <= a.high and a.low <= b.high:
+            return {"ratio": ratio, "change": change, "verdict": "same", "basis": "CIs overlap"}
+        basis = "ci"
+    else:
+        basis = "noise floor"
+    return {
+        "ratio": ratio,
+        "change": change,
+        "verdict": "better" if gain > 0 else "worse",
+        "basis": basis,
+    }
+
+
+def _load_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (
+        row.get("scenario"),
+        row.get("api"),
+        row.get("mode"),
+        row.get("concurrency"),
+        row.get("request_rate"),
+        row.get("tp"),
+        row.get("pp"),
+        row.get("dp"),
+        row.get("ep"),
+    )
+
+
+def match_points(
+    a_rows: Sequence[Mapping[str, Any]],
+    b_rows: Sequence[Mapping[str, Any]],
+    by: Literal["auto", "point_id", "load"] = "auto",
+) -> tuple[list[tuple[str, str, str]], str]:
+    """[(label, a_point_id, b_point_id)] and the rule used ("point_id" or "load")."""
+    a_ids = [r["point_id"] for r in a_rows]
+    b_ids = {r["point_id"] for r in b_rows}
+    common = [pid for pid in a_ids if pid in b_ids]
+    if by == "point_id" or (by == "auto" and common):
+        return [(pid, pid, pid) for pid in common], "point_id"
+
+    def unique(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], str]:
+        seen: dict[tuple[Any, ...], list[str]] = {}
+        for r in rows:
+            seen.setdefault(_load_key(r), []).append(r["point_id"])
+        return {k: v[0] for k, v in seen.items() if len(v) == 1}
+
+    ua, ub = unique(a_rows), unique(b_rows)
+    pairs = []
+    for key, pid in ua.items():
+        if key in ub:
+            scen, _api, mode, conc, rate, tp, *_ = key
+            level = f"c{conc}" if mode != "open" else f"r{rate:g}"
+            label = f"{scen} tp{tp} {level}" if tp is not None else f"{scen} {level}"
+            pairs.append((label, pid, ub[key]))
+    return pairs, "load"
+
+
+def default_levels(fa: Frontier, fb: Frontier, count: int = 3) -> list[float]:
+    """Interactivities inside both frontiers' ranges (quartiles of the overlap)."""
+    if not len(fa) or not len(fb):
+        return []
+    lo, hi = max(fa.x[0], fb.x[0]), min(fa.x[-1], fb.x[-1])
+    if lo > hi:
+        return []
+    if lo == hi:
+        return [lo]
+    fracs = [(i + 1) / (count + 1) for i in range(count)]
+    return [float(f"{lo + (hi - lo) * f:.3g}") for f in fracs]
+
+
+@dataclass
+class Comparison:
+    """Everything ``inferx compare`` prints (``to_json`` for machines)."""
+
+    a_label: str
+    b_label: str
+    matched_by: str
+    points: list[dict[str, Any]]
+    unmatched_a: list[str]
+    unmatched_b: list[str]
+    frontiers: list[dict[str, Any]]
+    noise: float
+    # scenario -> (A's, B's) interactivity range of the frontier (None: no frontier)
+    frontier_ranges: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "a": self.a_label,
+            "b": self.b_label,
+            "matched_by": self.matched_by,
+            "noise_floor": self.noise,
+            "points": self.points,
+            "unmatched_a": self.unmatched_a,
+            "unmatched_b": self.unmatched_b,
+            "frontiers": self.frontiers,
+            "frontier_ranges": {k: list(v) for k, v in self.frontier_ranges.items()},
+        }
+
+    @property
+    def regressions(self) -> list[str]:
+        out = [
+            f"{p['label']}: {m['label']} {m['change']:+.1%}"
+            for p in self.points
+            for m in p["metrics"]
+            if m["verdict"] == "worse"
+        ]
+        out += [
+            f"{f['scenario']} at {f['at']:g} tok/s/user: tok/s/gpu {f['change']:+.1%}"
+            for f in self.frontiers
+            if f["verdict"] == "worse"
+        ]
+        return out
+
+
+def _frontier(rows: Sequence[Mapping[str, Any]]) -> Frontier:
+    pts = [(r.get(INTERACTIVITY), r.get(THROUGHPUT)) for r in rows if r.get("status") == "ok"]
+    return Frontier.of(pts)
+
+
+def compare(
+    a: SideData,
+    b: SideData,
+    *,
+    at: Sequence[float] | None = None,
+    noise: float = DEFAULT_NOISE,
+    by: Literal["auto", "point_id", "load"] = "auto",
+) -> Comparison:
+    """Compare B against A: per matching point, and along the frontiers."""
+    if not 0 <= noise < 1:
+        raise ValueError(f"noise must be in [0, 1), got {noise}")
+    pairs, rule = match_points(a.rows, b.rows, by)
+    points = []
+    for label, pa, pb in pairs:
+        ra, rb = a.row(pa) or {}, b.row(pb) or {}
+        metrics = []
+        for spec in METRICS:
+            if ra.get("status") != "ok" or rb.get("status") != "ok":
+                bad = "A" if ra.get("status") != "ok" else "B"
+                metrics.append(
+                    {
+                        "field": spec.field,
+                        "label": spec.label,
+                        "a": None,
+                        "b": None,
+                        "ratio": None,
+                        "change": None,
+                        "verdict": "n/a",
+                        "basis": f"point not ok in {bad}",
+                    }
+                )
+                continue
+            ea = estimate(a, pa, spec)
+            eb = estimate(b, pb, spec)
+            metrics.append(
+                {
+                    "field": spec.field,
+                    "label": spec.label,
+                    "better": spec.better,
+                    "a": ea.to_json(),
+                    "b": eb.to_json(),
+                    **decide(ea, eb, spec.better, noise),
+                }
+            )
+        points.append({"label": label, "a_point": pa, "b_point": pb, "metrics": metrics})
+    matched_a = {pa for _, pa, _ in pairs}
+    matched_b = {pb for _, _, pb in pairs}
+    frontiers = []
+    ranges: dict[str, tuple[Any, Any]] = {}
+    scenarios = sorted({r["scenario"] for r in a.rows} & {r["scenario"] for r in b.rows})
+    for scen in scenarios:
+        fa = _frontier([r for r in a.rows if r["scenario"] == scen])
+        fb = _frontier([r for r in b.rows if r["scenario"] == scen])
+        ranges[scen] = (
+            [fa.x[0], fa.x[-1]] if len(fa) else None,
+            [fb.x[0], fb.x[-1]] if len(fb) else None,
+        )
+        levels = list(at) if at else default_levels(fa, fb)
+        for level in levels:
+            va, vb = fa.interpolate(level), fb.interpolate(level)
+            verdict = decide(Estimate(va), Estimate(vb), "higher", noise)
+            frontiers.append(
+                {
+                    "scenario": scen,
+                    "at": float(level),
+                    "a": va,
+                    "b": vb,
+                    "a_range": [fa.x[0], fa.x[-1]] if len(fa) else None,
+                    "b_range": [fb.x[0], fb.x[-1]] if len(fb) else None,
+                    **verdict,
+                }
+            )
+    return Comparison(
+        a.label,
+        b.label,
+        rule,
+        points,
+        [r["point_id"] for r in a.rows if r["point_id"] not in matched_a],
+        [r["point_id"] for r in b.rows if r["point_id"] not in matched_b],
+        frontiers,
+        noise,
+        ranges,
+    )

@@ -1,0 +1,230 @@
+"""One flat row per result: what it is (engine, model, GPUs, precision, scenario, load),
+what it measured, what it costs, and whether it is on a Pareto frontier.
+
+Pure functions, no I/O. Rows are what the report's table, CSV and plots use.
+
+Configuration group (one frontier each): GPU type, engine, model, precision
+and ISL/OSL scenario; the frontier inside a group runs over parallelism
+(TP/PP/DP/EP) and load (concurrency or rate). The *overall* frontier runs
+over every group with the same model and scenario (mixing workloads makes
+no frontier). Only points with status ``ok`` and both coordinates can be on
+a frontier.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from inferx_core.analysis.cost import CostOptions, cost_fields
+from inferx_core.analysis.pareto import mask_by_group
+
+__all__ = [
+    "INTERACTIVITY",
+    "LATENCY",
+    "METRIC_FIELDS",
+    "THROUGHPUT",
+    "build_rows",
+    "describe_point",
+    "series_of",
+]
+
+THROUGHPUT = "tput_per_gpu"
+INTERACTIVITY = "median_intvty"
+LATENCY = "median_e2el_ms"
+
+METRIC_FIELDS: tuple[str, ...] = (
+    "completed",
+    "failed",
+    "duration",
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+    "median_intvty",
+    "mean_ttft_ms",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+    "median_itl_ms",
+    "p99_itl_ms",
+    "median_e2el_ms",
+    "p99_e2el_ms",
+    "request_goodput",
+    "power_valid",
+    "gpu_power_avg_w",
+    "gpu_energy_j",
+    "joules_per_output_token",
+    "joules_per_total_token",
+)
+
+_LOAD_SUFFIX = re.compile(r"-(c\d+|r[0-9][0-9.e+]*(-cap\d+)?)$")
+
+
+def _short_model(name: str | None) -> str:
+    if not name:
+        return "?"
+    return str(name).rstrip("/").rsplit("/", 1)[-1]
+
+
+def _precision(config: Mapping[str, Any]) -> str:
+    quant = (config.get("engine_args") or {}).get("quantization")
+    parts = []
+    if quant:
+        parts.append(str(quant))
+    if config.get("dtype"):
+        parts.append(str(config["dtype"]))
+    if config.get("kv_cache_dtype"):
+        parts.append(f"kv={config['kv_cache_dtype']}")
+    return " ".join(parts) or "default"
+
+
+def series_of(point_id: str) -> str:
+    """The point id without its load level: the server configuration and scenario."""
+    return _LOAD_SUFFIX.sub("", point_id)
+
+
+def _load_level(result: Mapping[str, Any]) -> tuple[int | None, float | None, int | None]:
+    """(closed-loop concurrency, open-loop request rate, open-loop concurrency cap)."""
+    mode = result.get("mode")
+    conc = result.get("max_concurrency")
+    rate = result.get("request_rate")
+    concurrency = int(conc) if isinstance(conc, int) and not isinstance(conc, bool) else None
+    if mode is None:
+        # A point that never ran (engine failed to start): its level is in its id.
+        pid = str(result.get("point_id"))
+        closed = re.search(r"-c(\d+)$", pid)
+        if closed:
+            return int(closed.group(1)), None, None
+        opened = re.search(r"-r([0-9][0-9.e+]*)(?:-cap(\d+))?$", pid)
+        if opened:
+            try:
+                cap = int(opened.group(2)) if opened.group(2) else None
+                return None, float(opened.group(1)), cap
+            except ValueError:
+                pass
+        return None, None, None
+    if mode == "open":
+        request_rate = float(rate) if isinstance(rate, (int, float)) else None
+        return None, request_rate, concurrency
+    return concurrency, None, None
+
+
+def describe_point(result: Mapping[str, Any]) -> dict[str, Any]:
+    """What a result is: engine, model, parallelism, precision, scenario, load level."""
+    config = result.get("config") or {}
+    engine_info = result.get("engine")
+    engine = (
+        engine_info.get("name")
+        if isinstance(engine_info, Mapping)
+        else config.get("engine") or (None if engine_info is None else str(engine_info))
+    )
+    par = config.get("parallelism") or {}
+    workload = config.get("workload") or {}
+    spec = (result.get("workload") or {}).get("spec") or {}
+    kind = workload.get("kind") or spec.get("kind")
+    isl = workload.get("isl", spec.get("isl"))
+    osl = workload.get("osl", spec.get("osl"))
+    concurrency, rate, cap = _load_level(result)
+    platform = result.get("platform")
+    pid = str(result.get("point_id"))
+    return {
+        "point_id": pid,
+        "series": series_of(pid),
+        "status": result.get("status"),
+        "failure_reason": result.get("failure_reason"),
+        "date": result.get("date"),
+        "engine": engine or "external",
+        "engine_version": engine_info.get("version") if isinstance(engine_info, Mapping) else None,
+        "model": _short_model(result.get("model_id") or config.get("model")),
+        "tp": par.get("tp"),
+        "pp": par.get("pp"),
+        "dp": par.get("dp"),
+        "ep": par.get("ep"),
+        "precision": _precision(config),
+        "workload_kind": kind,
+        "isl": isl if kind in (None, "random") else None,
+        "osl": osl if kind in (None, "random") else None,
+        "scenario": f"{isl}/{osl}" if kind in (None, "random") else str(kind),
+        "api": (result.get("workload") or {}).get("api") or workload.get("api"),
+        "mode": result.get("mode"),
+        "concurrency": concurrency,
+        "request_rate": rate,
+        "concurrency_cap": cap,
+        "has_platform": isinstance(platform, Mapping),
+        "cpu_only": isinstance(platform, Mapping) and not platform.get("accelerators"),
+    }
+
+
+def _hardware_label(row: Mapping[str, Any]) -> str:
+    if row.get("gpu_type"):
+        return str(row["gpu_type"])
+    return "CPU" if row.get("cpu_only") else "unknown GPU"
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def build_rows(
+    results: Iterable[Mapping[str, Any]],
+    options: CostOptions | None = None,
+    paths: Mapping[str, Path] | None = None,
+) -> list[dict[str, Any]]:
+    """One row per result, sorted by group then series then load, with Pareto flags.
+
+    Columns: identity (``describe_point``), ``hardware``, ``group``, the metric
+    fields (``METRIC_FIELDS``), cost and power (``cost_fields``; ``tput_per_gpu``
+    there is the result's own or, where the result has no GPU count, its total
+    divided by the assumed ``num_gpus``), and ``on_pareto`` (own group,
+    interactivity vs tok/s/gpu), ``on_pareto_overall`` (same model and
+    scenario) and ``on_pareto_latency`` (own group, median E2E vs tok/s/gpu).
+    """
+    options = options or CostOptions()
+    rows: list[dict[str, Any]] = []
+    for result in results:
+        row = describe_point(result)
+        row.update({k: result.get(k) for k in METRIC_FIELDS})
+        row.update(cost_fields(result, options))
+        row["hardware"] = _hardware_label(row)
+        row["group"] = " | ".join(
+            [row["hardware"], str(row["engine"]), row["model"], row["precision"], row["scenario"]]
+        )
+        row["path"] = str(paths[row["point_id"]]) if paths and row["point_id"] in paths else None
+        rows.append(row)
+    rows.sort(
+        key=lambda r: (
+            r["group"],
+            r["series"],
+            r["concurrency"] if r["concurrency"] is not None else math.inf,
+            r["request_rate"] if r["request_rate"] is not None else math.inf,
+            r["point_id"],
+        )
+    )
+    mark_pareto(rows)
+    return rows
+
+
+def _coords(x_field: str, y_field: str) -> Any:
+    def key(row: Mapping[str, Any]) -> tuple[float | None, float | None]:
+        if row.get("status") != "ok":
+            return None, None
+        x, y = row.get(x_field), row.get(y_field)
+        return (x if _finite(x) else None, y if _finite(y) else None)
+
+    return key
+
+
+def mark_pareto(rows: Sequence[dict[str, Any]]) -> None:
+    """Set on_pareto, on_pareto_overall, on_pareto_latency on each row (in place)."""
+    intvty = _coords(INTERACTIVITY, THROUGHPUT)
+    flags = mask_by_group(rows, intvty, lambda r: r["group"])
+    overall = mask_by_group(rows, intvty, lambda r: (r["model"], r["scenario"]))
+    latency = mask_by_group(rows, _coords(LATENCY, THROUGHPUT), lambda r: r["group"], x="min")
+    for row, a, b, c in zip(rows, flags, overall, latency, strict=True):
+        row["on_pareto"] = a
+        row["on_pareto_overall"] = b
+        row["on_pareto_latency"] = c

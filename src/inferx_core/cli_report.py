@@ -1,0 +1,262 @@
+"""``inferx report`` and ``inferx compare`` (argparse only at import; the work is lazy)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+COMPARE_HELP = """\
+Compare result set B against A. Points are matched by point id (or, when the
+two sides share none, by scenario + load level + parallelism). For each
+metric the ratio B/A is printed with a verdict, "better" or "worse", only
+where the change exceeds the run-to-run spread: |change| > the noise floor
+(--noise, default 5%) and, where both sides have one, the 95% confidence
+intervals do not overlap. The CI comes from replicates (the same point found
+in several folders of a side), else, for medians of per-request metrics
+(TTFT, TPOT, E2E, interactivity), from the .requests.jsonl sidecar (order
+statistics) or std/sqrt(n). Frontiers (tok/s/gpu vs tok/s/user) are compared
+by linear interpolation at --at interactivities (default: inside both ranges).
+"""
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from exc
+    if not values or any(not v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected numbers > 0, got {text!r}")
+    return values
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from exc
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def _add_cost_arguments(p: Any) -> None:
+    g = p.add_argument_group("cost and power")
+    g.add_argument(
+        "--num-gpus",
+        type=_positive_int,
+        help="GPUs behind points whose result has no GPU count (a server InferX did not "
+        "launch); per-GPU figures say they are assumed (default 1)",
+    )
+    g.add_argument(
+        "--gpu-type",
+        help="H100, H200, B200, GB200, MI300X, MI325X or MI355X for the price/kW tables "
+        "(default: the config's cost.gpu_type, else the result's accelerator names)",
+    )
+    g.add_argument(
+        "--tier", choices=("owner", "neocloud", "rental"), help="price tier (default owner)"
+    )
+    g.add_argument(
+        "--usd-per-gpu-hour",
+        action="append",
+        metavar="USD|TYPE=USD",
+        help="your price per GPU-hour, for every GPU or one type (repeatable)",
+    )
+    g.add_argument(
+        "--kw-per-gpu",
+        action="append",
+        metavar="KW|TYPE=KW",
+        help="provisioned all-in kW per GPU, for every GPU or one type (repeatable)",
+    )
+
+
+def register_command(sub: Any) -> None:
+    p = sub.add_parser(
+        "report",
+        help="table, CSV, plots and one HTML page for result folders",
+        description="Read every result under the folders (recursively; the same point in "
+        "several files: the newest wins and the conflict is reported) and write points.csv, "
+        "PNG plots (frontiers, latency, cost, telemetry timelines) and report.html.",
+    )
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="result folders or files")
+    p.add_argument("--output", help="report folder (default: DIR/report for one DIR, else report)")
+    p.add_argument("--title", help="page title")
+    p.add_argument("--no-plots", action="store_true", help="table and CSV only")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    _add_cost_arguments(p)
+    p.set_defaults(handler=cmd_report)
+
+    p = sub.add_parser(
+        "compare",
+        help="B against A: ratio per matching point, verdict beyond the run-to-run spread",
+        description=COMPARE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("a", metavar="A", help="baseline results (folder or file)")
+    p.add_argument("b", metavar="B", help="candidate results (folder or file)")
+    p.add_argument(
+        "--at", type=_floats, metavar="TOK_S_USER", help="interactivities, e.g. 20,50,100"
+    )
+    p.add_argument(
+        "--noise", type=float, default=0.05, help="noise floor as a fraction (default 0.05)"
+    )
+    p.add_argument("--match", choices=("auto", "point_id", "load"), default="auto")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--fail-on-regression", action="store_true", help="exit 1 when any verdict is worse"
+    )
+    _add_cost_arguments(p)
+    p.set_defaults(handler=cmd_compare)
+
+
+def cost_options(args: argparse.Namespace) -> Any:
+    from inferx_core.analysis.cost import CostOptions, parse_per_type
+    from inferx_core.errors import UserFacingError
+
+    try:
+        return CostOptions(
+            gpu_type=args.gpu_type,
+            tier=args.tier,
+            usd_per_gpu_hour=parse_per_type(args.usd_per_gpu_hour, "--usd-per-gpu-hour"),
+            kw_per_gpu=parse_per_type(args.kw_per_gpu, "--kw-per-gpu"),
+            num_gpus=args.num_gpus,
+        )
+    except ValueError as exc:
+        raise UserFacingError(str(exc)) from exc
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 240, soft_wrap=False)
+
+
+def default_output(dirs: list[str]) -> Path:
+    if len(dirs) == 1 and Path(dirs[0]).is_dir():
+        return Path(dirs[0]) / "report"
+    return Path("report")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from inferx_core.report import write_report
+    from inferx_core.report.table import print_table
+
+    output = Path(args.output) if args.output else default_output(args.dirs)
+    files = write_report(
+        args.dirs, output, cost_options(args), title=args.title, plots=not args.no_plots
+    )
+    if args.json:
+        sys.stdout.write(json.dumps(files.rows, indent=2, default=str) + "\n")
+        return 0
+    console = _console()
+    print_table(files.rows, console, title=args.title or "inferx report")
+    for warning in files.warnings:
+        console.print(f"[yellow]warning[/]: {warning}", markup=True, highlight=False)
+    for note in files.notes:
+        console.print(f"note: {note}", markup=False, highlight=False)
+    console.print(
+        f"csv: {files.csv}\nplots: {len(files.plots)} plot(s), {len(files.timelines)} "
+        f"timeline(s) in {files.output}\nreport: {files.html}",
+        markup=False,
+        highlight=False,
+    )
+    return 0
+
+
+_MARK = {"better": "better", "worse": "worse", "same": "~", "n/a": ""}
+
+
+def _ratio_cell(metric: dict[str, Any]) -> str:
+    if metric.get("ratio") is None:
+        return "-"
+    mark = _MARK[metric["verdict"]]
+    return f"{metric['ratio']:.3f}x {mark}".rstrip()
+
+
+def render_comparison(comparison: Any, console: Any) -> None:
+    from rich.table import Table
+
+    from inferx_core.analysis.compare import METRICS
+
+    table = Table(
+        title=f"B/A per point: A={comparison.a_label}  B={comparison.b_label} "
+        f"(matched by {comparison.matched_by})"
+    )
+    table.add_column("point")
+    for spec in METRICS:
+        table.add_column(f"{spec.label} ({spec.better} better)", justify="right")
+    for point in comparison.points:
+        cells = [_ratio_cell(m) for m in point["metrics"]]
+        worse = any(m["verdict"] == "worse" for m in point["metrics"])
+        table.add_row(point["label"], *cells, style="red" if worse else None)
+    console.print(table)
+    if comparison.frontiers:
+        ft = Table(title="Frontier: tok/s/gpu interpolated at the same interactivity")
+        for col in ("scenario", "tok/s/user", "A tok/s/gpu", "B tok/s/gpu", "B/A", "verdict"):
+            ft.add_column(col, justify="left" if col in ("scenario", "verdict") else "right")
+        for f in comparison.frontiers:
+            ft.add_row(
+                str(f["scenario"]),
+                f"{f['at']:g}",
+                "-" if f["a"] is None else f"{f['a']:,.1f}",
+                "-" if f["b"] is None else f"{f['b']:,.1f}",
+                "-" if f["ratio"] is None else f"{f['ratio']:.3f}x",
+                f["verdict"] if f["a"] is not None and f["b"] is not None else "outside a range",
+            )
+        console.print(ft)
+    shown = {f["scenario"] for f in comparison.frontiers}
+    for scen, (ra, rb) in comparison.frontier_ranges.items():
+        if scen not in shown:
+
+            def span(r: Any) -> str:
+                return "none" if r is None else f"{r[0]:,.1f}-{r[1]:,.1f}"
+
+            console.print(
+                f"frontier {scen}: no interactivity inside both ranges (A {span(ra)}, "
+                f"B {span(rb)} tok/s/user); give --at to interpolate where one exists",
+                markup=False,
+                highlight=False,
+            )
+    console.print(
+        f"verdict only where |change| > {comparison.noise:.0%} and the 95% CIs do not overlap "
+        "(where known); ~ = within the spread. See `inferx compare --help`.",
+        markup=False,
+        highlight=False,
+    )
+    for label, ids in (("A", comparison.unmatched_a), ("B", comparison.unmatched_b)):
+        if ids:
+            shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+            console.print(f"unmatched in {label}: {shown}", markup=False, highlight=False)
+    for line in comparison.regressions:
+        console.print(f"[red]worse[/]: {line}", highlight=False)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from inferx_core.analysis.compare import compare, load_side
+    from inferx_core.errors import UserFacingError
+
+    if not 0 <= args.noise < 1:
+        raise UserFacingError(f"--noise must be in [0, 1), got {args.noise}")
+    options = cost_options(args)
+    a = load_side(args.a, [args.a], options)
+    b = load_side(args.b, [args.b], options)
+    for side in (a, b):
+        if not side.rows:
+            raise UserFacingError(f"no InferX result under {side.label}")
+    comparison = compare(a, b, at=args.at, noise=args.noise, by=args.match)
+    if not comparison.points and not comparison.frontiers:
+        raise UserFacingError(
+            f"no point of {args.a} matches one of {args.b} (try --match load) and they share "
+            "no scenario"
+        )
+    if args.json:
+        sys.stdout.write(json.dumps(comparison.to_json(), indent=2, default=str) + "\n")
+    else:
+        console = _console()
+        for side in (a, b):
+            for warning in side.loaded.warnings:
+                console.print(f"[yellow]warning[/] ({side.label}): {warning}", highlight=False)
+        render_comparison(comparison, console)
+    return 1 if args.fail_on_regression and comparison.regressions else 0

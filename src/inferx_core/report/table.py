@@ -1,0 +1,193 @@
+"""The report's tables: a CSV of every point and the summary people read (terminal, HTML)."""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+#: CSV columns, in order (one row per point).
+CSV_COLUMNS: tuple[str, ...] = (
+    "point_id",
+    "status",
+    "group",
+    "series",
+    "hardware",
+    "gpu_type",
+    "gpu_type_source",
+    "num_gpus",
+    "num_gpus_source",
+    "engine",
+    "engine_version",
+    "model",
+    "precision",
+    "tp",
+    "pp",
+    "dp",
+    "ep",
+    "scenario",
+    "isl",
+    "osl",
+    "api",
+    "mode",
+    "concurrency",
+    "request_rate",
+    "concurrency_cap",
+    "completed",
+    "failed",
+    "duration",
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+    "tput_per_gpu",
+    "output_tput_per_gpu",
+    "input_tput_per_gpu",
+    "median_intvty",
+    "mean_ttft_ms",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+    "median_itl_ms",
+    "p99_itl_ms",
+    "median_e2el_ms",
+    "p99_e2el_ms",
+    "request_goodput",
+    "usd_per_gpu_hour",
+    "price_source",
+    "cost_per_mtok_total",
+    "cost_per_mtok_input",
+    "cost_per_mtok_output",
+    "kw_per_gpu",
+    "kw_source",
+    "tok_s_per_mw_provisioned",
+    "output_tok_s_per_mw_provisioned",
+    "tok_s_per_mw_measured",
+    "output_tok_s_per_mw_measured",
+    "measured_power_basis",
+    "power_valid",
+    "gpu_power_avg_w",
+    "gpu_energy_j",
+    "joules_per_output_token",
+    "joules_per_total_token",
+    "on_pareto",
+    "on_pareto_overall",
+    "on_pareto_latency",
+    "failure_reason",
+    "date",
+    "path",
+)
+
+#: (header, row field, format) of the summary table (terminal and HTML).
+SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("point", "point_id", "s"),
+    ("status", "status", "s"),
+    ("hardware", "hardware", "s"),
+    ("GPUs", "num_gpus", "gpus"),
+    ("engine", "engine", "s"),
+    ("precision", "precision", "s"),
+    ("load", "concurrency", "load"),
+    ("tok/s/gpu", "tput_per_gpu", ",.1f"),
+    ("tok/s/user", "median_intvty", ",.1f"),
+    ("TTFT p50 ms", "median_ttft_ms", ",.1f"),
+    ("TPOT p50 ms", "median_tpot_ms", ",.2f"),
+    ("E2E p50 ms", "median_e2el_ms", ",.0f"),
+    ("$/Mtok", "cost_per_mtok_total", ",.3f"),
+    ("$/Mtok out", "cost_per_mtok_output", ",.3f"),
+    ("tok/s/MW prov.", "tok_s_per_mw_provisioned", ",.0f"),
+    ("tok/s/MW meas.", "tok_s_per_mw_measured", ",.0f"),
+    ("J/out tok", "joules_per_output_token", ",.3f"),
+    ("Pareto", "on_pareto", "pareto"),
+)
+
+
+def csv_value(value: Any) -> Any:
+    """Plain CSV cells: '' for None, true/false for booleans, repr-exact floats."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ""
+    if isinstance(value, (dict, list, tuple)):
+        return str(value)
+    return value
+
+
+def write_csv(rows: Iterable[Mapping[str, Any]], path: Path) -> Path:
+    """One row per point with ``CSV_COLUMNS`` (written atomically via a temp file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(CSV_COLUMNS)
+        for row in rows:
+            writer.writerow([csv_value(row.get(c)) for c in CSV_COLUMNS])
+    tmp.replace(path)
+    return path
+
+
+def cell(row: Mapping[str, Any], field: str, fmt: str) -> str:
+    value = row.get(field)
+    if fmt == "pareto":
+        marks = []
+        if row.get("on_pareto"):
+            marks.append("grp")
+        if row.get("on_pareto_overall"):
+            marks.append("all")
+        return "+".join(marks) or "-"
+    if fmt == "load":
+        if row.get("request_rate") is not None:
+            cap = row.get("concurrency_cap")
+            return f"{row['request_rate']:g} req/s" + (f" cap {cap}" if cap else "")
+        return "-" if value is None else f"c{value}"
+    if fmt == "gpus":
+        if value is None:
+            return "-"
+        return f"{value}" if row.get("num_gpus_source") == "result" else f"{value}*"
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if fmt == "s":
+        return str(value)
+    if fmt == "d":
+        return str(value)
+    try:
+        return format(value, fmt)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def summary_cells(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    return [[cell(r, f, fmt) for _, f, fmt in SUMMARY_COLUMNS] for r in rows]
+
+
+def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None, title: str = "") -> None:
+    """The summary table in the terminal (rich); failed points in red, frontier in bold."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console(width=None if sys.stdout.isatty() else 240)
+    table = Table(title=title or "InferX report")
+    for header, field, fmt in SUMMARY_COLUMNS:
+        table.add_column(
+            header,
+            justify="left" if fmt in ("s", "pareto") else "right",
+            no_wrap=field == "point_id",
+        )
+    for row, cells in zip(rows, summary_cells(rows), strict=True):
+        style = None
+        if row.get("status") != "ok":
+            style = "red"
+        elif row.get("on_pareto"):
+            style = "bold"
+        table.add_row(*cells, style=style)
+    console.print(table)
+    console.print(
+        "GPUs: * = assumed (the result has no GPU count); Pareto: grp = on its group's "
+        "frontier, all = on the frontier of every group (tok/s/gpu vs tok/s/user)",
+        markup=False,
+        highlight=False,
+    )

@@ -220,6 +220,8 @@ def test_no_gpu_power_is_null_with_reason_and_host_is_sampled(
         workload=Workload(isl=16, osl=30),
         load=LoadProfile(concurrency=[2], num_prompts=8, warmup=0),
         gpus=[],
+        # the window is ~1 s: sample the host often enough to land inside it
+        telemetry_intervals={"host": 0.1},
         output_dir=tmp_path,
     )
     [outcome] = run_bench(config, progress=False)

@@ -125,9 +125,14 @@ model: {LLAMA_70B}
 parallelism: {{tp: 8}}
 engine_env: {{HF_TOKEN: {SECRET}}}
 load: {{concurrency: [1, 8]}}
+plugin_options: {{nvidia: {{cache_dir: {tmp_path / "cache"}}}}}
 """,
     )
     (item,) = plan_json(config, "h200x8.json")
+    run_dir = (tmp_path / "results" / "servers" / item["server"]).resolve()
+    # The NVIDIA fixes that hold on an 8-GPU H200 (docs/fixes.md): the prefetch wrapper
+    # in front of the engine, and the environment below.
+    wrapper = ["python3", "{run_dir}/inferx_flashinfer_prefetch.py", "--timeout", "900", "--"]
     argv = [
         "vllm",
         "serve",
@@ -144,12 +149,24 @@ load: {{concurrency: [1, 8]}}
         "0.9",
         "--no-enable-prefix-caching",
     ]
-    assert item["spec"]["argv"] == argv
+    assert item["spec"]["argv"] == wrapper + argv
     assert item["launcher"]["launcher"] == "process"
-    assert item["launcher"]["argv"] == argv
+    assert item["launcher"]["argv"] == [
+        "python3",
+        f"{run_dir}/inferx_flashinfer_prefetch.py",
+        *wrapper[2:],
+        *argv,
+    ]
     assert item["spec"]["gpu_ids"] == list(range(8))
     assert item["num_gpus"] == 8
-    assert item["spec"]["env"] == {"HF_TOKEN": "***"}
+    assert item["spec"]["env"] == {
+        "HF_TOKEN": "***",
+        "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7",
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "FLASHINFER_CUDA_ARCH_LIST": "9.0a",
+        "TORCH_CUDA_ARCH_LIST": "9.0",
+        "FLASHINFER_WORKSPACE_BASE": str(tmp_path / "cache" / "flashinfer"),
+    }
     assert item["server"] == "Llama-3.1-70B-Instruct-vllm-tp8"
     assert item["engine"] == item["plugin"] == "vllm"
     assert item["port"] == 8000 and item["port_note"] == "picked free at run time"
@@ -206,6 +223,9 @@ max_num_seqs: 512
         "512",
         "--disable-radix-cache",
         "--enable-metrics",
+        # inferx-rocm's AITER switch for SGLang on MI3xx
+        "--attention-backend",
+        "aiter",
     ]
     assert item["port"] == 30000  # SGLang's default port
     assert item["spec"]["gpu_ids"] == list(range(8))
@@ -247,10 +267,18 @@ parallelism: {{tp: 8}}
 launcher: docker
 image: vllm/vllm-openai:v0.10.1
 engine_env: {{HF_TOKEN: {SECRET}, VLLM_LOGGING_LEVEL: DEBUG}}
+plugin_options: {{nvidia: {{cache_dir: {tmp_path / "cache"}}}}}
 """,
     )
     (item,) = plan_json(config, "h200x8.json")
     run_dir = tmp_path / "results" / "servers" / "Llama-3.1-70B-Instruct-vllm-tp8"
+    # NVIDIA fixes on an 8-GPU H200 with this image (NCCL 2.26.2, docs/fixes.md): the
+    # FlashInfer cache is mounted, the engine starts through the prefetch wrapper in the
+    # run folder, and the arch lists and NCCL_GRAPH_REGISTER=0 are passed by name.
+    engine_argv = [
+        "/inferx/run/inferx_flashinfer_prefetch.py" if a.startswith("{run_dir}") else a
+        for a in item["spec"]["argv"]
+    ]
     assert item["launcher"]["argv"] == [
         "docker",
         "run",
@@ -267,9 +295,19 @@ engine_env: {{HF_TOKEN: {SECRET}, VLLM_LOGGING_LEVEL: DEBUG}}
         "--network",
         "host",
         "-v",
+        f"{tmp_path / 'cache' / 'flashinfer'}:/inferx/cache/flashinfer",
+        "-v",
         f"{run_dir.resolve()}:/inferx/run",
         "-e",
+        "FLASHINFER_CUDA_ARCH_LIST",
+        "-e",
+        "FLASHINFER_WORKSPACE_BASE",
+        "-e",
         "HF_TOKEN",
+        "-e",
+        "NCCL_GRAPH_REGISTER",
+        "-e",
+        "TORCH_CUDA_ARCH_LIST",
         "-e",
         "VLLM_LOGGING_LEVEL",
         "--label",
@@ -277,11 +315,18 @@ engine_env: {{HF_TOKEN: {SECRET}, VLLM_LOGGING_LEVEL: DEBUG}}
         "--label",
         f"inferx.model={LLAMA_70B}",
         "vllm/vllm-openai:v0.10.1",
-        *item["spec"]["argv"],
+        *engine_argv,
     ]
-    assert item["spec"]["argv"][:3] == ["vllm", "serve", LLAMA_70B]
+    assert item["spec"]["argv"][5:8] == ["vllm", "serve", LLAMA_70B]
     assert item["spec"]["image"] == "vllm/vllm-openai:v0.10.1"
-    assert item["launcher"]["env"] == {"HF_TOKEN": "***", "VLLM_LOGGING_LEVEL": "DEBUG"}
+    assert item["launcher"]["env"] == {
+        "HF_TOKEN": "***",
+        "VLLM_LOGGING_LEVEL": "DEBUG",
+        "FLASHINFER_CUDA_ARCH_LIST": "9.0a",
+        "TORCH_CUDA_ARCH_LIST": "9.0",
+        "NCCL_GRAPH_REGISTER": "0",
+        "FLASHINFER_WORKSPACE_BASE": "/inferx/cache/flashinfer",
+    }
     assert not any(
         "=" in a and a.split("=")[0] in ("HF_TOKEN", "VLLM_LOGGING_LEVEL")
         for a in item["launcher"]["argv"]

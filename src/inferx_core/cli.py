@@ -170,6 +170,7 @@ _EXTRA_COMMAND_MODULES: tuple[str, ...] = (
     "inferx_core.cli_bench",
     "inferx_core.cli_run",
     "inferx_core.cli_report",
+    "inferx_core.cli_fixes",
 )
 
 

@@ -86,3 +86,31 @@ def test_port_in_use_times_out_and_free_port_passes() -> None:
         ]
         is True
     )
+
+
+def test_path_unlocked_waits_for_the_holder(tmp_path) -> None:
+    import fcntl
+
+    lock = tmp_path / "cache.lock"
+    assert (
+        run_preflight(
+            spec(PreflightWait(kind="path_unlocked", path=str(lock))), PLATFORM, lambda: []
+        )[0]["note"]
+        == "no lock file"
+    )
+    holder = open(lock, "a")  # noqa: SIM115 - held across the calls below
+    fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
+    released = []
+
+    def sleep(seconds: float) -> None:  # the cache filler finishes while we wait
+        fcntl.flock(holder.fileno(), fcntl.LOCK_UN)
+        released.append(seconds)
+
+    wait = PreflightWait(kind="path_unlocked", path=str(lock), timeout_s=30)
+    assert run_preflight(spec(wait), PLATFORM, lambda: [], sleep=sleep)[0]["ok"] is True
+    assert released
+    fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
+    short = PreflightWait(kind="path_unlocked", path=str(lock), timeout_s=0.01, reason="flashinfer")
+    with pytest.raises(PreflightTimeout, match=r"still locked .*\(flashinfer\)"):
+        run_preflight(spec(short), PLATFORM, lambda: [], sleep=lambda s: None)
+    holder.close()

@@ -3,18 +3,25 @@ imported lazily; the sampler is :class:`~inferx_core.telemetry.nvml.NvmlSampler`
 
 No NVIDIA GPU is a normal state: the answer is a platform with a note that
 says why (library missing, driver not loaded, zero devices), never an error.
+
+It also offers the NVIDIA fix catalogue (:mod:`inferx_core.fixes.nvidia`);
+each fix decides for itself whether it applies, so on a platform without
+NVIDIA GPUs none does.
 """
 
 from __future__ import annotations
 
 import contextlib
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferx_core import hookimpl
 from inferx_core.platform import Accelerator, Platform, PlatformNote
 from inferx_core.telemetry.nvml import NvmlSampler
 from inferx_core.telemetry.sampler import Sampler
+
+if TYPE_CHECKING:
+    from inferx_core.launch.fixes import Fix
 
 SOURCE = "inferx.nvml"
 
@@ -118,3 +125,11 @@ def inferx_telemetry_samplers(platform: Platform, gpu_ids: list[int]) -> list[Sa
     if not ids:
         return None
     return [NvmlSampler(ids)]
+
+
+@hookimpl
+def inferx_container_fixes() -> list[Fix]:
+    """The NVIDIA catalogue (docs/fixes.md); imported lazily, like every launch-time module."""
+    from inferx_core.fixes.nvidia import catalogue
+
+    return catalogue()

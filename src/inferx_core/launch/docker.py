@@ -3,6 +3,12 @@
 Environment values never appear in the argv (``-e NAME`` only): the docker
 client passes them from its own environment, so secrets stay out of ``ps``
 and out of ``--dry-run`` output.
+
+The run folder is mounted at :data:`CONTAINER_RUN_DIR`; ``{run_dir}`` in the
+spec's argv and env values becomes that path (see
+:mod:`inferx_core.launch.process`). Read-write mount sources that do not exist
+yet are created by InferX (as the invoking user) before ``docker run``, which
+would otherwise create them owned by root.
 """
 
 from __future__ import annotations
@@ -13,8 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.launch.envutil import engine_environment
-from inferx_core.launch.process import LOG_NAME, ProcessHandle, ProcessLauncher
+from inferx_core.launch.process import (
+    LOG_NAME,
+    ProcessHandle,
+    ProcessLauncher,
+    resolve_run_dir,
+    write_run_files,
+)
 from inferx_core.launch.spec import LaunchSpec
+
+#: Where the run folder appears inside the container.
+CONTAINER_RUN_DIR = "/inferx/run"
 
 
 def container_name(spec: LaunchSpec) -> str:
@@ -25,6 +40,7 @@ def docker_run_argv(spec: LaunchSpec, run_dir: Path, *, docker: str = "docker") 
     """The exact ``docker run`` command for ``spec`` (tested as data; see module doc)."""
     if spec.image is None:
         raise ValueError("the docker launcher needs `image:` in the config")
+    spec = resolve_run_dir(spec, CONTAINER_RUN_DIR)
     argv = [docker, "run", "--rm", "--init", "--name", container_name(spec)]
     if spec.devices:
         # AMD (/dev/kfd, /dev/dri) or other device-node accelerators.
@@ -32,6 +48,7 @@ def docker_run_argv(spec: LaunchSpec, run_dir: Path, *, docker: str = "docker") 
             argv += ["--device", device]
     elif spec.gpu_ids:
         argv += ["--gpus", f'"device={",".join(str(i) for i in spec.gpu_ids)}"']
+    argv += list(spec.docker_args)
     if spec.ipc_host:
         argv += ["--ipc", "host"]
     if spec.shm_size:
@@ -42,7 +59,7 @@ def docker_run_argv(spec: LaunchSpec, run_dir: Path, *, docker: str = "docker") 
     for mount in spec.mounts:
         suffix = ":ro" if mount.read_only else ""
         argv += ["-v", f"{mount.host_path}:{mount.container_path}{suffix}"]
-    argv += ["-v", f"{run_dir.resolve()}:/inferx/run"]
+    argv += ["-v", f"{run_dir.resolve()}:{CONTAINER_RUN_DIR}"]
     for name in sorted(spec.env):
         argv += ["-e", name]
     for name, value in sorted(spec.ulimits.items()):
@@ -77,18 +94,19 @@ class DockerLauncher:
         return {
             "launcher": self.name,
             "argv": docker_run_argv(spec, run_dir),
-            "env": dict(spec.env),
+            "env": dict(resolve_run_dir(spec, CONTAINER_RUN_DIR).env),
             "log": str(run_dir / LOG_NAME),
         }
 
     def start(self, spec: LaunchSpec, run_dir: Path) -> DockerHandle:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        for name, content in spec.files.items():
-            (run_dir / name).write_text(content)
+        write_run_files(spec, run_dir)
+        for mount in spec.mounts:
+            if not mount.read_only and not Path(mount.host_path).exists():
+                Path(mount.host_path).mkdir(parents=True, exist_ok=True)
         argv = docker_run_argv(spec, run_dir)
         log_path = run_dir / LOG_NAME
         # The docker client gets the engine env: `-e NAME` reads values from it.
-        env = engine_environment(spec, os.environ)
+        env = engine_environment(resolve_run_dir(spec, CONTAINER_RUN_DIR), os.environ)
         with log_path.open("ab") as log:
             proc = subprocess.Popen(
                 argv,

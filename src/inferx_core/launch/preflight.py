@@ -1,6 +1,7 @@
 """Preflight waits a LaunchSpec asks for, checked (bounded) before the engine starts.
 
-``port_free``: nothing listens on the port. ``gpu_memory_below``: every GPU
+``port_free``: nothing listens on the port. ``path_unlocked``: nobody holds
+an exclusive flock on the file (e.g. a cache being filled). ``gpu_memory_below``: every GPU
 of the spec uses at most ``threshold`` of its memory -- read through the
 vendor's own telemetry sampler (``gpu.<i>.mem_used_mib``) against the
 platform's ``memory_total_mib``, so the check is vendor-neutral. A wait that
@@ -103,6 +104,31 @@ def _wait_gpu_memory(
                 sampler.stop()
 
 
+def _wait_unlocked(wait: PreflightWait, sleep: Callable[[float], None]) -> dict:
+    """Wait until nobody holds an exclusive flock on ``wait.path`` (we never keep it)."""
+    import fcntl
+    from pathlib import Path
+
+    if not wait.path or not Path(wait.path).exists():
+        return {"kind": wait.kind, "path": wait.path, "ok": True, "note": "no lock file"}
+    deadline = time.monotonic() + wait.timeout_s
+    while True:
+        with open(wait.path, "a") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pass
+            else:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+                return {"kind": wait.kind, "path": wait.path, "ok": True}
+        if time.monotonic() > deadline:
+            raise PreflightTimeout(
+                f"{wait.path} is still locked after {wait.timeout_s:.0f} s"
+                + (f" ({wait.reason})" if wait.reason else "")
+            )
+        sleep(POLL_S)
+
+
 def run_preflight(
     spec: LaunchSpec,
     platform: Platform,
@@ -117,6 +143,8 @@ def run_preflight(
             checks.append(_wait_port(wait, spec, sleep))
         elif wait.kind == "gpu_memory_below":
             checks.append(_wait_gpu_memory(wait, spec, platform, make_samplers, sleep))
+        elif wait.kind == "path_unlocked":
+            checks.append(_wait_unlocked(wait, sleep))
         else:
             checks.append({"kind": wait.kind, "ok": None, "note": "no checker for this kind"})
     return checks

@@ -3,6 +3,15 @@
 Its output goes to ``engine.log`` in the run folder. ``stop`` sends SIGTERM to
 the whole group (and to any descendant that left it), waits a grace period,
 then SIGKILLs whatever is left, so nothing the engine started survives.
+
+The run folder placeholder: a plugin does not know where the run folder will
+be when it builds a spec, yet a file from ``spec.files`` (written into that
+folder before the start) must be named in argv. So every ``{run_dir}`` in
+``argv`` and in ``env`` values stands for the run folder *as the engine sees
+it*, and each launcher substitutes it just before the start (and in
+``describe``): the absolute host path here, the container mount point
+(``/inferx/run``) for docker. A new launcher must do the same
+(:func:`resolve_run_dir`).
 """
 
 from __future__ import annotations
@@ -22,6 +31,8 @@ from inferx_core.launch.envutil import engine_environment
 from inferx_core.launch.spec import LaunchSpec
 
 LOG_NAME = "engine.log"
+#: Stands for the run folder in ``LaunchSpec.argv`` and ``env`` values (see module doc).
+RUN_DIR_PLACEHOLDER = "{run_dir}"
 _RLIMITS = {
     "core": resource.RLIMIT_CORE,
     "nofile": resource.RLIMIT_NOFILE,
@@ -29,6 +40,35 @@ _RLIMITS = {
     "stack": resource.RLIMIT_STACK,
     "nproc": resource.RLIMIT_NPROC,
 }
+
+
+def resolve_run_dir(spec: LaunchSpec, run_dir: str) -> LaunchSpec:
+    """``spec`` with every ``{run_dir}`` in argv items and env values replaced by ``run_dir``.
+
+    ``run_dir`` is the run folder as the engine sees it (a host path, or a
+    container path). A spec without the placeholder is returned unchanged.
+    """
+
+    def sub(value: str) -> str:
+        return value.replace(RUN_DIR_PLACEHOLDER, run_dir)
+
+    if not any(RUN_DIR_PLACEHOLDER in v for v in (*spec.argv, *spec.env.values())):
+        return spec
+    return spec.model_copy(
+        update={
+            "argv": tuple(sub(a) for a in spec.argv),
+            "env": {k: sub(v) for k, v in spec.env.items()},
+        }
+    )
+
+
+def write_run_files(spec: LaunchSpec, run_dir: Path) -> None:
+    """Create ``run_dir`` and write ``spec.files`` into it (names only, no sub-paths)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for name, content in spec.files.items():
+        if Path(name).name != name or name in ("", ".", ".."):
+            raise ValueError(f"spec.files name {name!r} must be a plain file name")
+        (run_dir / name).write_text(content)
 
 
 def free_port(host: str = "127.0.0.1", avoid: set[int] | None = None) -> int:
@@ -140,6 +180,7 @@ class ProcessLauncher:
     name = "process"
 
     def describe(self, spec: LaunchSpec, run_dir: Path) -> dict[str, Any]:
+        spec = resolve_run_dir(spec, str(run_dir.resolve()))
         return {
             "launcher": self.name,
             "argv": list(spec.argv),
@@ -159,9 +200,8 @@ class ProcessLauncher:
         unknown = set(spec.ulimits) - set(_RLIMITS)
         if unknown:
             raise ValueError(f"unknown ulimit(s) {sorted(unknown)}; known: {sorted(_RLIMITS)}")
-        run_dir.mkdir(parents=True, exist_ok=True)
-        for name, content in spec.files.items():
-            (run_dir / name).write_text(content)
+        write_run_files(spec, run_dir)
+        spec = resolve_run_dir(spec, str(run_dir.resolve()))
         log_path = run_dir / LOG_NAME
         env = engine_environment(spec, os.environ)
         with log_path.open("ab") as log:

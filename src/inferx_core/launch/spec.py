@@ -61,10 +61,15 @@ class LaunchSpec(_Data):
     devices: tuple[str, ...] = Field(default=(), description="Device nodes, e.g. /dev/kfd")
     shm_size: str | None = None
     ipc_host: bool = False
+    docker_args: tuple[str, ...] = Field(
+        default=(),
+        description="Extra `docker run` options a vendor needs, e.g. ('--group-add', 'video')",
+    )
     preflight: tuple[PreflightWait, ...] = ()
     files: dict[str, str] = Field(
         default_factory=dict,
-        description="Files to write into the run folder before launch: name -> content",
+        description="Files to write into the run folder before launch: name -> content; "
+        "name them in argv or env values as `{run_dir}/<name>` (launchers replace `{run_dir}`)",
     )
     warnings: tuple[str, ...] = ()
     labels: dict[str, str] = Field(default_factory=dict)

@@ -1,13 +1,115 @@
-"""SGLang's answers to the InferX hooks (``python3 -m sglang.launch_server``)."""
+"""SGLang's answers to the InferX hooks (``python3 -m sglang.launch_server``).
+
+The command follows SGLang's ServerArgs (v0.5.x) and the public benchmark
+recipes::
+
+    python3 -m sglang.launch_server --model-path M --served-model-name N
+        --host H --port P --tensor-parallel-size TP [--pp-size PP]
+        [--dp-size DP --enable-dp-attention] [--ep-size EP]
+        [--mem-fraction-static F] [--max-running-requests N] [--context-length L]
+        [--chunked-prefill-size C] [--attention-backend B] [--cuda-graph-max-bs N]
+        [--disable-cuda-graph] --disable-radix-cache [--kv-cache-dtype D] [--dtype D]
+        --enable-metrics [engine_args...] [extra_argv...]
+
+- ``gpu_memory_utilization`` becomes ``--mem-fraction-static`` (SGLang's
+  fraction of GPU memory for weights and KV cache), ``max_num_seqs``
+  ``--max-running-requests``, ``max_model_len`` ``--context-length``.
+- The radix (prefix) cache is off unless ``prefix_caching: true``: random
+  benchmark prompts must not hit a cache.
+- ``--enable-metrics`` is always on, so InferX can scrape ``sglang:*``.
+- ``plugin_options: {sglang: {...}}`` (checked, see :class:`SGLangOptions`):
+  ``attention_backend``, ``chunked_prefill_size``, ``cuda_graph_max_bs``,
+  ``disable_cuda_graph``.
+- ``engine_args`` are SGLang flags (``{schedule-policy: lpm}``); one that
+  names a flag InferX already set replaces its value (``false`` removes a
+  switch). Parallelism and identity flags (``tp-size``, ``dp-size``,
+  ``port``...) are refused there: InferX counts GPUs from ``parallelism``.
+- ROCm switches (AITER, ``--attention-backend aiter``) come from inferx-rocm's
+  fixes, never from here.
+"""
 
 from __future__ import annotations
 
-from inferx_core import EngineInfo, EngineMetricsMap, LaunchSpec, ReadinessProbe, hookimpl
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from inferx_core import (
+    EngineInfo,
+    EngineMetricsMap,
+    LaunchSpec,
+    PreflightWait,
+    ReadinessProbe,
+    hookimpl,
+)
 from inferx_core.config import ServerConfig
+from inferx_core.errors import UserFacingError
 from inferx_core.platform import Platform
 
 ENGINE = "sglang"
 DEFAULT_EXECUTABLE = ("python3", "-m", "sglang.launch_server")
+PLUGIN_OPTIONS_KEY = "sglang"
+PORT_WAIT_S = 120.0
+
+#: Flags with more than one spelling in ServerArgs: alias -> the spelling InferX emits.
+ALIASES = {
+    "--tp-size": "--tensor-parallel-size",
+    "--pipeline-parallel-size": "--pp-size",
+    "--data-parallel-size": "--dp-size",
+    "--expert-parallel-size": "--ep-size",
+    "--ep": "--ep-size",
+    "--model": "--model-path",
+}
+#: Flags InferX derives from the config; engine_args may not set them (-> the config field).
+RESERVED = {
+    "--model-path": "model",
+    "--served-model-name": "served_model_name",
+    "--host": "host",
+    "--port": "port",
+    "--tensor-parallel-size": "parallelism.tp",
+    "--pp-size": "parallelism.pp",
+    "--dp-size": "parallelism.dp",
+    "--ep-size": "parallelism.ep",
+    "--enable-dp-attention": "parallelism.dp_attention",
+}
+
+
+class SGLangOptions(BaseModel):
+    """``plugin_options.sglang``: SGLang settings InferX knows by name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attention_backend: str | None = Field(
+        default=None, description="--attention-backend (fa3, flashinfer, triton, trtllm_mla...)"
+    )
+    chunked_prefill_size: int | None = Field(
+        default=None, description="--chunked-prefill-size (tokens; -1 disables chunking)"
+    )
+    cuda_graph_max_bs: int | None = Field(default=None, ge=1, description="--cuda-graph-max-bs")
+    disable_cuda_graph: bool = Field(default=False, description="--disable-cuda-graph")
+
+
+def options(server: ServerConfig) -> SGLangOptions:
+    raw = server.plugin_options.get(PLUGIN_OPTIONS_KEY) or {}
+    if not isinstance(raw, dict):
+        raise UserFacingError(
+            f"plugin_options.{PLUGIN_OPTIONS_KEY} must be a mapping, e.g. "
+            f"{{{PLUGIN_OPTIONS_KEY}: {{attention_backend: fa3}}}}; got {raw!r}"
+        )
+    try:
+        return SGLangOptions.model_validate(raw)
+    except ValidationError as exc:
+        raise UserFacingError(options_error(exc, PLUGIN_OPTIONS_KEY, SGLangOptions)) from None
+
+
+def options_error(exc: ValidationError, key: str, model: type[BaseModel]) -> str:
+    """One line per problem, naming the option as it is written in the config."""
+    problems = []
+    for error in exc.errors():
+        where = f"plugin_options.{key}." + ".".join(str(p) for p in error["loc"])
+        if error["type"] == "extra_forbidden":
+            problems.append(f"{where}: unknown option; known: {', '.join(model.model_fields)}")
+        else:
+            problems.append(f"{where}: {error['msg']}")
+    return "; ".join(problems)
 
 
 @hookimpl
@@ -19,39 +121,74 @@ def inferx_register_engines() -> list[EngineInfo]:
             homepage="https://docs.sglang.ai",
             default_port=30000,
             version_path="/get_server_info",
+            version_field="version",
         )
     ]
 
 
-def _flag(key: str, value: object) -> list[str]:
-    flag = "--" + key.replace("_", "-").removeprefix("--")
-    if value is None or value is False:
-        return []
+def flag_name(key: str) -> str:
+    """An engine_args key as SGLang's flag: 'chunked_prefill_size' -> '--chunked-prefill-size'."""
+    flag = "--" + key.removeprefix("--").replace("_", "-")
+    return ALIASES.get(flag, flag)
+
+
+def set_flag(argv: list[str], flag: str, value: object) -> None:
+    """Set ``flag`` in ``argv`` in place: replace its value where it is, else append.
+
+    True is a switch, False removes the switch, a list gives several values
+    (nargs="+"), None leaves argv alone.
+    """
+    if value is None:
+        return
+    if flag in argv:
+        i = argv.index(flag)
+        end = i + 1
+        while end < len(argv) and not argv[end].startswith("--"):
+            end += 1
+        del argv[i:end]
+    else:
+        i = len(argv)
     if value is True:
-        return [flag]
-    if isinstance(value, list):
-        return [flag, *(str(v) for v in value)]
-    return [flag, str(value)]
+        argv.insert(i, flag)
+    elif value is False:
+        return
+    elif isinstance(value, list):
+        argv[i:i] = [flag, *(str(v) for v in value)] if value else []
+    else:
+        argv[i:i] = [flag, str(value)]
 
 
 def build_argv(server: ServerConfig) -> list[str]:
+    """The launch_server argv for ``server`` (``server.port`` must be set)."""
+    opts = options(server)
     par = server.parallelism
     argv = [*(server.executable or DEFAULT_EXECUTABLE), "--model-path", server.model]
     argv += ["--served-model-name", server.name_served]
     argv += ["--host", server.host, "--port", str(server.port)]
     argv += ["--tensor-parallel-size", str(par.tp)]
+    if par.pp > 1:
+        argv += ["--pp-size", str(par.pp)]
     if par.dp > 1:
         argv += ["--dp-size", str(par.dp)]
         if par.dp_attention:
             argv.append("--enable-dp-attention")
-    if par.ep and par.ep > 1:
-        argv += ["--ep-size", str(par.ep)]
+    ep = par.ep or (par.tp if par.expert_parallel else None)
+    if ep and ep > 1:
+        argv += ["--ep-size", str(ep)]
     if server.gpu_memory_utilization is not None:
         argv += ["--mem-fraction-static", str(server.gpu_memory_utilization)]
     if server.max_num_seqs is not None:
         argv += ["--max-running-requests", str(server.max_num_seqs)]
     if server.max_model_len is not None:
         argv += ["--context-length", str(server.max_model_len)]
+    if opts.chunked_prefill_size is not None:
+        argv += ["--chunked-prefill-size", str(opts.chunked_prefill_size)]
+    if opts.attention_backend:
+        argv += ["--attention-backend", opts.attention_backend]
+    if opts.cuda_graph_max_bs is not None:
+        argv += ["--cuda-graph-max-bs", str(opts.cuda_graph_max_bs)]
+    if opts.disable_cuda_graph:
+        argv.append("--disable-cuda-graph")
     if not server.prefix_caching:
         argv.append("--disable-radix-cache")
     if server.kv_cache_dtype:
@@ -60,8 +197,20 @@ def build_argv(server: ServerConfig) -> list[str]:
         argv += ["--dtype", server.dtype]
     argv.append("--enable-metrics")
     for key, value in server.engine_args.items():
-        argv += _flag(key, value)
+        flag = flag_name(key)
+        if flag in RESERVED:
+            raise UserFacingError(
+                f"engine_args.{key}: set `{RESERVED[flag]}` in the config instead (InferX "
+                "derives the GPU count and the served name from it)"
+            )
+        set_flag(argv, flag, value)
     return argv + list(server.extra_argv)
+
+
+def default_gpu_ids(server: ServerConfig, platform: Platform) -> tuple[int, ...]:
+    if server.gpu_ids is not None:
+        return tuple(server.gpu_ids)
+    return tuple(a.index for a in platform.accelerators)[: server.num_gpus]
 
 
 @hookimpl
@@ -69,11 +218,6 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
     if server.engine != ENGINE:
         return None
     assert server.port is not None
-    gpu_ids = (
-        tuple(server.gpu_ids)
-        if server.gpu_ids is not None
-        else tuple(a.index for a in platform.accelerators)[: server.num_gpus]
-    )
     return LaunchSpec(
         engine=ENGINE,
         argv=tuple(build_argv(server)),
@@ -81,9 +225,17 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
         image=server.image,
         host=server.host,
         port=server.port,
-        gpu_ids=gpu_ids,
+        gpu_ids=default_gpu_ids(server, platform),
         ipc_host=server.image is not None,
         shm_size="32g" if server.image else None,
+        preflight=(
+            PreflightWait(
+                kind="port_free",
+                port=server.port,
+                timeout_s=PORT_WAIT_S,
+                reason="the engine's port must be free (another server may still hold it)",
+            ),
+        ),
         labels={"engine": ENGINE, "model": server.model},
     )
 
@@ -93,12 +245,17 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
     if server.engine != ENGINE:
         return None
     return [
+        # 200 once the tokenizer manager and schedulers are up (after SGLang's own warmup).
         ReadinessProbe(name="health", path="/health"),
+        ReadinessProbe(
+            name="model listed", path="/v1/models", expect_in_body="{served_model_name}"
+        ),
+        # One token through the OpenAI route the benchmark uses.
         ReadinessProbe(
             name="tiny generation",
             method="POST",
-            path="/generate",
-            json_body={"text": "Hello", "sampling_params": {"max_new_tokens": 1}},
+            path="/v1/completions",
+            json_body={"model": "{served_model_name}", "prompt": "Hello", "max_tokens": 1},
             timeout_s=120,
         ),
     ]
@@ -106,10 +263,15 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
 
 @hookimpl
 def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap | None:
+    """SGLang's Prometheus names (``--enable-metrics``), one series per DP rank."""
     if server.engine != ENGINE:
         return None
     return EngineMetricsMap(
-        kv_cache_usage="sglang:token_usage",
+        kv_cache_usage="sglang:token_usage",  # 0..1 fraction of KV slots in use
         requests_running="sglang:num_running_reqs",
         requests_waiting="sglang:num_queue_reqs",
+        extra={
+            "gen_throughput": "sglang:gen_throughput",  # tok/s, summed over DP ranks
+            "kv_used_tokens": "sglang:num_used_tokens",
+        },
     )

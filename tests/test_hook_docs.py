@@ -28,6 +28,8 @@ import pytest
 from inferx_core import hookspecs
 from inferx_core.config import ServerConfig
 from inferx_core.engines import EngineInfo
+from inferx_core.executors import Executor, ExecutorInfo
+from inferx_core.executors.multinode import RoleContext
 from inferx_core.launch.fixes import Fix, FixContext, apply_fixes
 from inferx_core.launch.launcher import Launcher, LauncherInfo
 from inferx_core.launch.spec import LaunchSpec
@@ -209,6 +211,19 @@ def _sample_args(engine: str) -> dict[str, Any]:
         "spec": LaunchSpec(engine=engine, argv=("serve", "org/model"), port=9000),
         "gpu_ids": [0],
         "engine_pid": None,
+        "role": RoleContext(
+            kind="disaggregated",
+            role="decode",
+            replica=0,
+            replicas=1,
+            node_rank=1,
+            nodes=2,
+            host="node2",
+            head_host="node1",
+            dist_port=29500,
+            gpus_per_node=8,
+            peers={"prefill": ("http://node0:8001",), "decode": ("http://node1:8002",)},
+        ),
     }
 
 
@@ -221,7 +236,7 @@ def _check_answer(hook: str, answer: Any, args: dict[str, Any], tmp_path: Path) 
         assert _all_of(answer, EngineInfo)
     elif hook == "inferx_detect_platform":
         assert isinstance(answer, Platform)
-    elif hook == "inferx_engine_launch_spec":
+    elif hook in ("inferx_engine_launch_spec", "inferx_engine_role_spec"):
         assert isinstance(answer, LaunchSpec)
         assert answer.port == args["server"].port
     elif hook == "inferx_engine_readiness":
@@ -243,6 +258,12 @@ def _check_answer(hook: str, answer: Any, args: dict[str, Any], tmp_path: Path) 
             launcher = info.factory()
             assert isinstance(launcher, Launcher)
             assert isinstance(launcher.describe(args["spec"], tmp_path), dict)
+    elif hook == "inferx_executors":
+        assert _all_of(answer, ExecutorInfo) and answer
+        for info in answer:
+            executor = info.factory({})
+            assert isinstance(executor, Executor)
+            assert isinstance(executor.describe([], tmp_path), dict)
 
 
 @pytest.mark.parametrize("hook", sorted(SPECS))

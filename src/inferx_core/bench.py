@@ -318,7 +318,7 @@ def run_point(
     metrics = summarize(
         result.records,
         window_start_ns=result.window_start_ns,
-        window_end_ns=max(result.window_end_ns, result.window_start_ns),
+        window_end_ns=max(result.window_end_ns, result.window_start_ns + 1),
         num_gpus=num_gpus,
         slos=slo.as_dict() or None,
         percentiles=percentiles or [50.0, 90.0, 99.0, 99.9],

@@ -26,6 +26,8 @@ from inferx_core import hookspec
 if TYPE_CHECKING:
     from inferx_core.config import ServerConfig
     from inferx_core.engines import EngineInfo
+    from inferx_core.executors import ExecutorInfo
+    from inferx_core.executors.multinode import RoleContext
     from inferx_core.launch.fixes import Fix
     from inferx_core.launch.launcher import LauncherInfo
     from inferx_core.launch.spec import LaunchSpec
@@ -175,4 +177,51 @@ def inferx_launchers() -> list[LauncherInfo]:
     Combine: list; names must be unique (a clash names both plugins).
     Implement: the core registers ``process`` and ``docker``; cluster
     plugins add their own.
+    """
+
+
+@hookspec
+def inferx_executors() -> list[ExecutorInfo]:
+    """Register executors by name: where a whole run executes (slurm, kubernetes, ...).
+
+    When: when ``inferx run``/``inferx plan`` get ``--executor NAME`` (any name
+    but ``local``, the in-process runner), and for ``inferx plugins``.
+    Params: none.
+    Returns: a list of :class:`~inferx_core.executors.ExecutorInfo`: ``name``,
+    ``description`` and ``factory(options)``, which returns an object following
+    :class:`~inferx_core.executors.Executor` (``describe``, ``submit``,
+    ``poll``, ``cancel``, ``log_tail``). An executor runs each server
+    configuration as a job that calls ``inferx run-job`` on its node, so the
+    ordinary runner (launchers, fixes, telemetry, result files) does the work.
+    Combine: list; names must be unique (a clash names both plugins); ``local``
+    is reserved.
+    Implement: the core registers ``slurm``; cluster plugins (Kubernetes,
+    LSF, a cloud batch service) add their own.
+    """
+
+
+@hookspec(firstresult=True)
+def inferx_engine_role_spec(
+    server: ServerConfig, platform: Platform, role: RoleContext
+) -> LaunchSpec | None:
+    """Build the command of one process of a multi-node deployment (prefill, decode, router).
+
+    When: once per process of a ``disaggregated`` or ``wide_ep`` deployment
+    (docs/multinode.md), before fixes are applied; single servers use
+    ``inferx_engine_launch_spec`` and never reach this hook.
+    Params:
+        server: the server configuration as this role runs it (the role's
+        parallelism, engine_args, engine_env and port already merged in).
+        platform: the detected or user-given platform.
+        role: a :class:`~inferx_core.executors.multinode.RoleContext`: the
+        role (``prefill``, ``decode``, ``both``, ``router``), replica and node
+        rank, the node it runs on, the head node and rendezvous port of its
+        replica, GPUs per node, and ``peers`` (role -> base URLs of the other
+        roles' servers, which a router proxies to).
+    Returns: a :class:`~inferx_core.launch.spec.LaunchSpec`, or None when
+    ``server.engine`` is not this plugin's or the plugin cannot serve that
+    role (the core then names the engine and the role in an error).
+    Combine: firstresult; the plugin that owns the engine answers.
+    Implement: engine plugins whose engine supports disaggregated serving or
+    multi-node expert parallelism (SGLang, vLLM, TensorRT-LLM, Dynamo).
     """

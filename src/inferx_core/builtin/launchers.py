@@ -1,8 +1,16 @@
-"""Built-in launchers (process, docker), registered through ``inferx_launchers``."""
+"""Built-in launchers (process, docker, srun) and executors (slurm).
+
+Registered through ``inferx_launchers`` and ``inferx_executors``; each is
+imported only when used.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from inferx_core import hookimpl
+from inferx_core.executors import ExecutorInfo
 from inferx_core.launch.launcher import LauncherInfo
 
 
@@ -18,9 +26,33 @@ def _docker():
     return DockerLauncher()
 
 
+def _srun():
+    from inferx_core.launch.srun import SrunLauncher
+
+    return SrunLauncher()
+
+
+def _slurm(options: Mapping[str, Any]):
+    from inferx_core.executors.slurm import SlurmExecutor
+
+    return SlurmExecutor(options)
+
+
 @hookimpl(trylast=True)
 def inferx_launchers() -> list[LauncherInfo]:
     return [
         LauncherInfo("process", "a local process in its own process group", _process),
         LauncherInfo("docker", "docker run with GPUs/devices, ipc host, mounts", _docker),
+        LauncherInfo(
+            "srun", "a step of the current SLURM job (pyxis --container-image for images)", _srun
+        ),
+    ]
+
+
+@hookimpl(trylast=True)
+def inferx_executors() -> list[ExecutorInfo]:
+    return [
+        ExecutorInfo(
+            "slurm", "one sbatch job (or job array task) per server configuration", _slurm
+        ),
     ]

@@ -237,3 +237,11 @@ def test_same_distribution_twice_on_path_loads_once(tmp_path: Path) -> None:
     assert len(twice) == 1 and twice[0]["status"] == "ok"
     assert twice[0]["engines"] == ["twice"]
     assert data["engine_conflicts"] == {}
+
+
+def test_cli_lists_launchers_and_executors_by_plugin() -> None:
+    proc = _run_cli("plugins", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {p["name"]: p for p in json.loads(proc.stdout)["plugins"]}
+    assert {"process", "docker", "srun"} <= set(rows["inferx.launchers"]["launchers"])
+    assert rows["inferx.launchers"]["executors"] == ["slurm"]

@@ -24,12 +24,6 @@ from inferx_core.sweep import (
     scenario_matches,
 )
 
-WIRED = "precision" in SweepMatrix.model_fields  # config.py hook-up (see sweep.py)
-needs_wiring = pytest.mark.skipif(
-    not WIRED,
-    reason="SweepMatrix has no precision/concurrency_range fields yet: config.py hook-up pending",
-)
-
 
 class Matrix(SweepMatrix):
     """SweepMatrix with the two fields config.py gains (what the lead adds)."""
@@ -241,7 +235,6 @@ matrix:
 """
 
 
-@needs_wiring
 def test_yaml_sweep_with_precision_and_range(tmp_path: Path) -> None:
     from inferx_core.config_loader import load_run_configs
 
@@ -255,7 +248,6 @@ def test_yaml_sweep_with_precision_and_range(tmp_path: Path) -> None:
     assert len(ids) == len(set(ids)) == 20
 
 
-@needs_wiring
 def test_yaml_sweep_errors_name_the_field(tmp_path: Path) -> None:
     from inferx_core.config_loader import ConfigError, load_config
 
@@ -267,15 +259,6 @@ def test_yaml_sweep_errors_name_the_field(tmp_path: Path) -> None:
         load_config(path)
 
 
-def _plan_has_filters() -> bool:
-    from inferx_core.cli import build_parser
-
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return any(a.dest == "filter_engine" for a in sub.choices["plan"]._actions)
-
-
-@pytest.mark.skipif(not _plan_has_filters(), reason="`inferx plan` filters not wired yet")
 def test_plan_cli_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from inferx_core.cli import main
 
@@ -296,7 +279,6 @@ def test_plan_cli_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     ]
 
 
-@needs_wiring
 def test_docs_sweep_example_expands(tmp_path: Path) -> None:
     import re
 

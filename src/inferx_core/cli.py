@@ -49,17 +49,25 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                 record.status = "error"
                 others = [f"{e.distribution}" for e in entries if e is not entry]
                 record.error = f"engine {name!r} is also claimed by {', '.join(others)}"
+    from inferx_core.executors import executors
+
     launcher_names: dict[str, list[str]] = {}
-    try:
-        for lname, (plugin, _) in launchers(pm).items():
-            launcher_names.setdefault(plugin, []).append(lname)
-    except Exception as exc:
-        conflicts["launchers"] = [str(exc)]
+    executor_names: dict[str, list[str]] = {}
+    for kind, lookup, names in (
+        ("launchers", launchers, launcher_names),
+        ("executors", executors, executor_names),
+    ):
+        try:
+            for lname, (plugin, _) in lookup(pm).items():
+                names.setdefault(plugin, []).append(lname)
+        except Exception as exc:  # a name clash is shown, not fatal
+            conflicts[kind] = [str(exc)]
     rows = []
     for record in pm.records:
         row = record.to_json()
         row["engines"] = sorted(engines_by_plugin.get(record.name, []))
         row["launchers"] = sorted(launcher_names.get(record.name, []))
+        row["executors"] = sorted(executor_names.get(record.name, []))
         rows.append(row)
     failures = [f.__dict__ for f in pm.hook_failures]
     if args.json:

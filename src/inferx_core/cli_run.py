@@ -64,12 +64,15 @@ def _add_executor_options(p: argparse.ArgumentParser) -> None:
 
 
 def register_command(sub: Any) -> None:
+    from inferx_core.cli_filters import add_filter_arguments
+
     p = sub.add_parser("plan", help="show the exact launch for each server, fixes applied")
     p.add_argument("config")
     p.add_argument("--platform", metavar="FILE", help="platform JSON (e.g. an H200 node)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--output", help="results folder (default: the config's output_dir)")
     _add_executor_options(p)
+    add_filter_arguments(p)
     p.set_defaults(handler=cmd_plan)
 
     p = sub.add_parser("run", help="launch engines and run every load point of a config")
@@ -90,6 +93,7 @@ def register_command(sub: Any) -> None:
         help="executor: Ctrl-C while waiting cancels the jobs this command submitted "
         "(ask: prompt on a terminal, cancel otherwise)",
     )
+    add_filter_arguments(p)
     p.set_defaults(handler=cmd_run)
 
     # Hidden: what a batch job runs on its node (see inferx_core.executors.jobs).
@@ -242,10 +246,12 @@ def render_executor_plan(view: dict[str, Any]) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     import json
 
+    from inferx_core.cli_filters import apply_filters
     from inferx_core.config_loader import load_run_configs
     from inferx_core.plugins import get_plugin_manager
+    from inferx_core.sweep import count_points
 
-    configs = load_run_configs(args.config)
+    configs = apply_filters(load_run_configs(args.config), args)
     pm = get_plugin_manager()
     if args.executor != "local":
         view = _executor(args, pm).describe(configs, Path(args.output) if args.output else None)
@@ -261,6 +267,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(plans, indent=2) + "\n")
     else:
         render_plan(plans)
+        print(f"{len(configs)} server configuration(s), {count_points(configs)} load point(s)")
     return 0
 
 
@@ -286,10 +293,11 @@ def _execute(configs: list[Any], args: argparse.Namespace, pm: Any, platform: An
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from inferx_core.cli_filters import apply_filters
     from inferx_core.config_loader import load_run_configs
     from inferx_core.plugins import get_plugin_manager
 
-    configs = load_run_configs(args.config)
+    configs = apply_filters(load_run_configs(args.config), args)
     pm = get_plugin_manager()
     if args.executor != "local":
         return _submit(configs, args, pm)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import sys
 
 import fake_pynvml as fake
+import gpu_sampler_checks as checks
 import pytest
 
 from inferx_core.builtin import nvml as builtin_nvml
 from inferx_core.platform import Accelerator, HostInfo, Platform
 from inferx_core.telemetry.nvml import NvmlReadError, NvmlSampler
-from inferx_core.telemetry.sampler import Sampler, SamplerUnavailable
+from inferx_core.telemetry.sampler import SamplerUnavailable
 
 KEYS = (
     "power_w",
@@ -24,6 +25,26 @@ KEYS = (
 )
 
 
+NVIDIA = checks.Vendor(
+    sampler=NvmlSampler,
+    name="nvml",
+    lib_arg="nvml",
+    library=fake.FakeNvml,
+    gpu=fake.FakeGpu,
+    gpu_with_power=lambda w: fake.FakeGpu(power_mw=w * 1000),
+    watts=pytest.approx,
+    default_watts=350.0,
+    keys=KEYS,
+    power_function="nvmlDeviceGetPowerUsage",
+    power_error="gpu 1: nvmlDeviceGetPowerUsage",
+    lost_text="GPU is lost",
+    read_error=NvmlReadError,
+    zero_devices="no supported GPU: NVML reports 0 devices",
+    shutdown="nvmlShutdown",
+    shutdown_error=fake.NVMLError_Unknown,
+)
+
+
 def started(nvml: fake.FakeNvml, gpu_ids: list[int]) -> NvmlSampler:
     sampler = NvmlSampler(gpu_ids, nvml=nvml.as_module())
     sampler.start()
@@ -31,10 +52,7 @@ def started(nvml: fake.FakeNvml, gpu_ids: list[int]) -> NvmlSampler:
 
 
 def test_follows_the_sampler_protocol() -> None:
-    sampler = NvmlSampler([0])
-    assert isinstance(sampler, Sampler)
-    assert sampler.name == "nvml" and sampler.interval_s == 0.5
-    assert NvmlSampler([0], interval_s=0.1).interval_s == 0.1
+    checks.follows_the_sampler_protocol(NVIDIA)
 
 
 def test_units_are_converted() -> None:
@@ -75,10 +93,7 @@ def test_only_requested_gpus_are_sampled() -> None:
 
 
 def test_requested_gpu_not_present_is_a_note() -> None:
-    sampler = started(fake.FakeNvml([fake.FakeGpu()]), [0, 5])
-    assert set(sampler.read()) == {f"gpu.0.{k}" for k in KEYS}
-    assert any("GPU not sampled: 5" in n for n in sampler.notes)
-    sampler.stop()
+    checks.requested_gpu_not_present_is_a_note(NVIDIA)
 
 
 def test_unsupported_energy_is_none_without_repeated_calls() -> None:
@@ -121,36 +136,11 @@ def test_new_throttle_api_preferred_and_old_used_when_new_not_supported() -> Non
 
 
 def test_gpu_lost_mid_run_keeps_the_other_gpu() -> None:
-    nvml = fake.FakeNvml([fake.FakeGpu(), fake.FakeGpu(power_mw=200_000)])
-    sampler = started(nvml, [0, 1])
-    assert len(sampler.read()) == 2 * len(KEYS)
-    nvml.gpus[0].lost = True
-    values = sampler.read()
-    assert not any(k.startswith("gpu.0.") for k in values)
-    assert values["gpu.1.power_w"] == pytest.approx(200.0)
-    assert len(sampler.last_errors) == 1 and "GPU is lost" in sampler.last_errors[0]
-    assert sampler.lost_gpus == [0]
-    calls_before = nvml.calls["nvmlDeviceGetPowerUsage"]
-    values = sampler.read()  # the lost GPU is not called again
-    assert set(values) == {f"gpu.1.{k}" for k in KEYS}
-    assert nvml.calls["nvmlDeviceGetPowerUsage"] == calls_before + 1
-    assert sampler.last_errors == []
-    sampler.stop()
-    assert any("gpu 0 lost" in n for n in sampler.notes)
+    checks.gpu_lost_mid_run_keeps_the_other_gpu(NVIDIA)
 
 
 def test_power_read_error_drops_that_gpu_for_this_read_only() -> None:
-    nvml = fake.FakeNvml([fake.FakeGpu(), fake.FakeGpu()])
-    sampler = started(nvml, [0, 1])
-    nvml.gpus[1].failing.add("nvmlDeviceGetPowerUsage")
-    values = sampler.read()
-    assert not any(k.startswith("gpu.1.") for k in values)
-    assert values["gpu.0.power_w"] == pytest.approx(350.0)
-    assert "gpu 1: nvmlDeviceGetPowerUsage" in sampler.last_errors[0]
-    nvml.gpus[1].failing.clear()
-    assert sampler.read()["gpu.1.power_w"] == pytest.approx(350.0)  # back next read
-    sampler.stop()
-    assert any("nvmlDeviceGetPowerUsage" in n and "(1 read)" in n for n in sampler.notes)
+    checks.power_read_error_drops_that_gpu_for_this_read_only(NVIDIA)
 
 
 def test_other_metric_error_is_none_for_that_read() -> None:
@@ -165,14 +155,7 @@ def test_other_metric_error_is_none_for_that_read() -> None:
 
 
 def test_every_gpu_failing_raises_so_the_recorder_records_a_gap() -> None:
-    nvml = fake.FakeNvml([fake.FakeGpu()])
-    sampler = started(nvml, [0])
-    nvml.gpus[0].lost = True
-    with pytest.raises(NvmlReadError, match="GPU is lost"):
-        sampler.read()
-    with pytest.raises(NvmlReadError, match="no GPU left"):
-        sampler.read()
-    sampler.stop()
+    checks.every_gpu_failing_raises_so_the_recorder_records_a_gap(NVIDIA)
 
 
 def test_missing_library_is_unavailable() -> None:
@@ -203,33 +186,15 @@ def test_loader_uses_sys_modules_pynvml(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_zero_devices_and_no_ids_are_unavailable() -> None:
-    nvml = fake.FakeNvml([])
-    with pytest.raises(SamplerUnavailable, match="no supported GPU: NVML reports 0 devices"):
-        NvmlSampler([0], nvml=nvml.as_module()).start()
-    assert nvml.initialised == 0  # shut down after the failed start
-    with pytest.raises(SamplerUnavailable, match="no supported GPU"):
-        NvmlSampler([], nvml=fake.FakeNvml([fake.FakeGpu()]).as_module()).start()
+    checks.zero_devices_and_no_ids_are_unavailable(NVIDIA)
 
 
 def test_only_lost_gpus_requested_is_unavailable() -> None:
-    nvml = fake.FakeNvml([fake.FakeGpu(lost=True)])
-    with pytest.raises(SamplerUnavailable, match="GPU is lost"):
-        NvmlSampler([0], nvml=nvml.as_module()).start()
-    assert nvml.initialised == 0
+    checks.only_lost_gpus_requested_is_unavailable(NVIDIA)
 
 
 def test_stop_never_raises_and_shuts_down_once() -> None:
-    nvml = fake.FakeNvml([fake.FakeGpu()])
-    module = nvml.as_module()
-
-    def broken_shutdown() -> None:
-        raise fake.NVMLError_Unknown()
-
-    sampler = NvmlSampler([0], nvml=module)
-    sampler.start()
-    module.nvmlShutdown = broken_shutdown
-    sampler.stop()
-    sampler.stop()
+    checks.stop_never_raises_and_shuts_down_once(NVIDIA)
 
 
 def test_real_pynvml_here() -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 
 import fake_amdsmi as fake
+import gpu_sampler_checks as checks
 import pytest
 
 from inferx_core.platform import Accelerator, HostInfo, Platform
-from inferx_core.telemetry.sampler import Sampler, SamplerUnavailable
+from inferx_core.telemetry.sampler import SamplerUnavailable
 from inferx_rocm import plugin
 from inferx_rocm.sampler import AmdSmiReadError, AmdSmiSampler
 
@@ -23,6 +24,26 @@ KEYS = (
     "temp_hotspot_c",
     "temp_mem_c",
     "sm_clock_mhz",
+)
+
+
+AMD = checks.Vendor(
+    sampler=AmdSmiSampler,
+    name="amdsmi",
+    lib_arg="amdsmi",
+    library=fake.FakeAmdSmi,
+    gpu=fake.FakeAmdGpu,
+    gpu_with_power=lambda w: fake.FakeAmdGpu(power_w=w),
+    watts=lambda w: w,  # amdsmi reports whole watts: compared exactly
+    default_watts=160.0,
+    keys=KEYS,
+    power_function="amdsmi_get_power_info",
+    power_error="gpu 1: amdsmi_get_power_info: AMDSMI_STATUS_IO",
+    lost_text="AMDSMI_STATUS_NOT_FOUND",
+    read_error=AmdSmiReadError,
+    zero_devices="no supported GPU: amdsmi reports 0 AMD GPUs",
+    shutdown="amdsmi_shut_down",
+    shutdown_error=lambda: fake.AmdSmiLibraryException(fake.AMDSMI_STATUS_API_FAILED),
 )
 
 
@@ -41,10 +62,7 @@ def started(amd: fake.FakeAmdSmi, gpu_ids: list[int]) -> AmdSmiSampler:
 
 
 def test_follows_the_sampler_protocol() -> None:
-    sampler = AmdSmiSampler([0])
-    assert isinstance(sampler, Sampler)
-    assert sampler.name == "amdsmi" and sampler.interval_s == 0.5
-    assert AmdSmiSampler([0], interval_s=0.1).interval_s == 0.1
+    checks.follows_the_sampler_protocol(AMD)
 
 
 def test_units_are_converted() -> None:
@@ -137,10 +155,7 @@ def test_indices_follow_hip_ids() -> None:
 
 
 def test_requested_gpu_not_present_is_a_note() -> None:
-    sampler = started(fake.FakeAmdSmi([fake.FakeAmdGpu()]), [0, 5])
-    assert set(sampler.read()) == {f"gpu.0.{k}" for k in KEYS}
-    assert any("GPU not sampled: 5" in n for n in sampler.notes)
-    sampler.stop()
+    checks.requested_gpu_not_present_is_a_note(AMD)
 
 
 def test_unsupported_metrics_are_none_without_repeated_calls() -> None:
@@ -179,35 +194,11 @@ def test_vram_usage_falls_back_to_memory_usage_in_bytes() -> None:
 
 
 def test_gpu_lost_mid_run_keeps_the_other_gpu() -> None:
-    amd = fake.FakeAmdSmi([fake.FakeAmdGpu(), fake.FakeAmdGpu(power_w=200)])
-    sampler = started(amd, [0, 1])
-    assert len(sampler.read()) == 2 * len(KEYS)
-    amd.gpus[0].lost = True
-    values = sampler.read()
-    assert not any(k.startswith("gpu.0.") for k in values)
-    assert values["gpu.1.power_w"] == 200.0
-    assert len(sampler.last_errors) == 1 and "AMDSMI_STATUS_NOT_FOUND" in sampler.last_errors[0]
-    assert sampler.lost_gpus == [0]
-    calls_before = amd.calls["amdsmi_get_power_info"]
-    values = sampler.read()  # the lost GPU is not called again
-    assert set(values) == {f"gpu.1.{k}" for k in KEYS}
-    assert amd.calls["amdsmi_get_power_info"] == calls_before + 1
-    sampler.stop()
-    assert any("gpu 0 lost" in n for n in sampler.notes)
+    checks.gpu_lost_mid_run_keeps_the_other_gpu(AMD)
 
 
 def test_power_read_error_drops_that_gpu_for_this_read_only() -> None:
-    amd = fake.FakeAmdSmi([fake.FakeAmdGpu(), fake.FakeAmdGpu()])
-    sampler = started(amd, [0, 1])
-    amd.gpus[1].failing.add("amdsmi_get_power_info")
-    values = sampler.read()
-    assert not any(k.startswith("gpu.1.") for k in values)
-    assert values["gpu.0.power_w"] == 160.0
-    assert "gpu 1: amdsmi_get_power_info: AMDSMI_STATUS_IO" in sampler.last_errors[0]
-    amd.gpus[1].failing.clear()
-    assert sampler.read()["gpu.1.power_w"] == 160.0  # back next read
-    sampler.stop()
-    assert any("amdsmi_get_power_info" in n and "(1 read)" in n for n in sampler.notes)
+    checks.power_read_error_drops_that_gpu_for_this_read_only(AMD)
 
 
 def test_other_metric_error_is_none_for_that_read() -> None:
@@ -231,14 +222,7 @@ def test_transient_error_at_start_keeps_the_metric() -> None:
 
 
 def test_every_gpu_failing_raises_so_the_recorder_records_a_gap() -> None:
-    amd = fake.FakeAmdSmi([fake.FakeAmdGpu()])
-    sampler = started(amd, [0])
-    amd.gpus[0].lost = True
-    with pytest.raises(AmdSmiReadError, match="AMDSMI_STATUS_NOT_FOUND"):
-        sampler.read()
-    with pytest.raises(AmdSmiReadError, match="no GPU left"):
-        sampler.read()
-    sampler.stop()
+    checks.every_gpu_failing_raises_so_the_recorder_records_a_gap(AMD)
 
 
 def test_driver_not_loaded_is_unavailable() -> None:
@@ -270,33 +254,15 @@ def test_loader_uses_sys_modules_amdsmi(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_zero_devices_and_no_ids_are_unavailable() -> None:
-    amd = fake.FakeAmdSmi([])
-    with pytest.raises(SamplerUnavailable, match="no supported GPU: amdsmi reports 0 AMD GPUs"):
-        AmdSmiSampler([0], amdsmi=amd.as_module()).start()
-    assert amd.initialised == 0  # shut down after the failed start
-    with pytest.raises(SamplerUnavailable, match="no supported GPU"):
-        AmdSmiSampler([], amdsmi=fake.FakeAmdSmi([fake.FakeAmdGpu()]).as_module()).start()
+    checks.zero_devices_and_no_ids_are_unavailable(AMD)
 
 
 def test_only_lost_gpus_requested_is_unavailable() -> None:
-    amd = fake.FakeAmdSmi([fake.FakeAmdGpu(lost=True)])
-    with pytest.raises(SamplerUnavailable, match="AMDSMI_STATUS_NOT_FOUND"):
-        AmdSmiSampler([0], amdsmi=amd.as_module()).start()
-    assert amd.initialised == 0
+    checks.only_lost_gpus_requested_is_unavailable(AMD)
 
 
 def test_stop_never_raises_and_shuts_down_once() -> None:
-    amd = fake.FakeAmdSmi([fake.FakeAmdGpu()])
-    module = amd.as_module()
-
-    def broken_shutdown() -> None:
-        raise fake.AmdSmiLibraryException(fake.AMDSMI_STATUS_API_FAILED)
-
-    sampler = AmdSmiSampler([0], amdsmi=module)
-    sampler.start()
-    module.amdsmi_shut_down = broken_shutdown
-    sampler.stop()
-    sampler.stop()
+    checks.stop_never_raises_and_shuts_down_once(AMD)
 
 
 def test_real_amdsmi_here() -> None:

@@ -1,4 +1,4 @@
-"""Fixtures for the load-generator tests: a scripted server in its own process."""
+"""Fixtures for the load-generator tests: a scripted server in its own process, a tokenizer."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from tokenizer_fixtures import train_tokenizer
 
 from inferx_core.load.client import (
     CHAT_PATH,
@@ -23,6 +24,12 @@ def server() -> Iterator[ServerProcess]:
     """Zero-delay scripted server; tests set timing and failures per request (x_test)."""
     with ServerProcess() as srv:
         yield srv
+
+
+@pytest.fixture(scope="session")
+def hf_tok() -> Any:
+    """The tiny BPE of tokenizer_fixtures (with a BOS), trained once per session."""
+    return train_tokenizer()
 
 
 MakeRequest = Callable[..., PreparedRequest]

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import random
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tokenizer_fixtures import FakeTokenizeServer
 
 import inferx_core.load.tokenizer as tokmod
 from inferx_core.load.lengths import LengthSpec
@@ -27,62 +24,7 @@ from inferx_core.load.workload import (
 )
 
 # --------------------------------------------------------------------------
-# fixtures (kept local: test modules here do not import each other)
-
-SYLLABLES = [
-    "ka",
-    "lo",
-    "mi",
-    "ne",
-    "ru",
-    "sa",
-    "to",
-    "vi",
-    "ze",
-    "th",
-    "ing",
-    "ed",
-    "é",
-    "ü",
-    "中",
-    "文",
-]
-
-
-def _corpus(n: int, seed: int = 0) -> Iterator[str]:
-    r = random.Random(seed)
-    for _ in range(n):
-        words = (
-            "".join(r.choice(SYLLABLES) for _ in range(r.randint(1, 3)))
-            for _ in range(r.randint(3, 20))
-        )
-        yield " ".join(words) + r.choice([".", "!", ",", "\n", " 42"])
-
-
-def _train(vocab_size: int, bos: bool) -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=["<s>", "</s>", "<|endoftext|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(_corpus(3000), trainer)
-    if bos:
-        bos_id = tok.token_to_id("<s>")
-        tok.post_processor = processors.TemplateProcessing(
-            single="<s> $A", special_tokens=[("<s>", bos_id)]
-        )
-    return tok
-
-
-@pytest.fixture(scope="session")
-def hf_tok() -> Any:
-    return _train(1000, bos=True)
+# fixtures (hf_tok: tests/load/conftest.py)
 
 
 @pytest.fixture(scope="session")
@@ -95,50 +37,6 @@ def vocab_pool_local(hf_tok: Any, monkeypatch: pytest.MonkeyPatch) -> LocalToken
     """A tokenizer that draws from the whole vocabulary (the drift-heavy path)."""
     monkeypatch.setattr(tokmod, "_STABLE_MIN", 10**9)
     return LocalTokenizer(hf_tok, "test-bpe-all-ids")
-
-
-class _Server:
-    """Minimal vLLM-shaped /tokenize (+ optional /detokenize) on loopback."""
-
-    def __init__(self, tok: Any, detokenize: bool = True) -> None:
-        outer = self
-        self.tok, self.detokenize = tok, detokenize
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def log_message(self, *a: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                data = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                code, obj = 404, {"detail": "Not Found"}
-                if self.path == "/tokenize" and "prompt" in data:
-                    ids = outer.tok.encode(
-                        data["prompt"], add_special_tokens=data.get("add_special_tokens", True)
-                    ).ids
-                    code, obj = 200, {"tokens": ids, "count": len(ids), "max_model_len": 2048}
-                elif self.path == "/detokenize" and outer.detokenize:
-                    code, obj = (
-                        200,
-                        {"prompt": outer.tok.decode(data["tokens"], skip_special_tokens=False)},
-                    )
-                body = json.dumps(obj).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def _check_exact(w: Any, hf_tok: Any, chat: bool = False) -> None:
@@ -254,9 +152,9 @@ def test_build_speed_1000x1024(local: LocalTokenizer) -> None:
 
 
 def test_server_counter_is_the_truth(hf_tok: Any) -> None:
-    srv = _Server(hf_tok)
+    srv = FakeTokenizeServer(hf_tok, max_model_len=2048)
     try:
-        with ServerTokenizer.probe(srv.url, "m") as tok:
+        with ServerTokenizer.probe(srv.url + "/v1", "m") as tok:
             w = build_workload(WorkloadSpec(isl=96, osl=2000, semantics="fixed"), tok, 25, 5)
             assert w.token_source == "server" and w.missed == 0
             assert tok.count_batch([p.prompt for p in w]) == [96] * 25  # type: ignore[misc]
@@ -271,9 +169,9 @@ def test_server_counter_is_the_truth(hf_tok: Any) -> None:
 
 
 def test_count_only_server_cuts_word_text(hf_tok: Any) -> None:
-    srv = _Server(hf_tok, detokenize=False)
+    srv = FakeTokenizeServer(hf_tok, detokenize=False, max_model_len=2048)
     try:
-        with ServerTokenizer.probe(srv.url, "m") as tok:
+        with ServerTokenizer.probe(srv.url + "/v1", "m") as tok:
             w = build_workload(WorkloadSpec(isl=80, range_ratio=0.5), tok, 20, 2)
             assert w.token_source == "server" and not w.estimated
             assert any("cannot decode" in n for n in w.notes)

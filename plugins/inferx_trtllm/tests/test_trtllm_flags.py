@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from flag_tables import flags_of, parser_from_table, unknown_flags
 
 from inferx_core.config import Parallelism, ServerConfig
 from inferx_trtllm import plugin
@@ -52,7 +53,7 @@ SERVE_FLAGS: dict[tuple[str, ...], tuple[str, str]] = {
     ("--metadata_server_config_file",): ("metadata_server_config_file", "value"),
     ("--server_role",): ("server_role", "value"),
 }
-FLAGS = {flag for flags in SERVE_FLAGS for flag in flags}
+FLAGS = flags_of(SERVE_FLAGS)
 
 # LLM API (TorchLlmArgs) keys InferX may write, with the sub-fields it uses.
 LLM_API_FIELDS: dict[str, set[str] | None] = {
@@ -67,14 +68,7 @@ LLM_API_FIELDS: dict[str, set[str] | None] = {
 
 
 def reference_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trtllm-serve serve", exit_on_error=False)
-    parser.add_argument("model")
-    for flags, (dest, kind) in SERVE_FLAGS.items():
-        if kind == "switch":
-            parser.add_argument(*flags, dest=dest, action="store_true")
-        else:
-            parser.add_argument(*flags, dest=dest)
-    return parser
+    return parser_from_table("trtllm-serve serve", SERVE_FLAGS, ["model"])
 
 
 CONFIGS: dict[str, ServerConfig] = {
@@ -123,8 +117,8 @@ def yaml_of(config: ServerConfig) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_every_emitted_flag_exists(name: str) -> None:
-    emitted = {token for token in args_of(CONFIGS[name]) if token.startswith("--")}
-    assert not emitted - FLAGS, f"not in {SOURCE}: {sorted(emitted - FLAGS)}"
+    unknown = unknown_flags(args_of(CONFIGS[name]), FLAGS)
+    assert not unknown, f"not in {SOURCE}: {unknown}"
 
 
 @pytest.mark.parametrize("name", CONFIGS)

@@ -33,7 +33,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from inferx_core.errors import UserFacingError
+from inferx_core.fixes.common import checked_plugin_options
+from inferx_core.fixes.flashinfer_prefetch import version_tuple
 from inferx_core.launch.fixes import Fix, FixContext, FixVerdict
 from inferx_core.launch.spec import LaunchSpec, Mount, PreflightWait
 from inferx_core.platform import Accelerator
@@ -113,26 +114,9 @@ def _gpus(gpus: list[Accelerator]) -> str:
 
 def nvidia_options(ctx: FixContext) -> dict[str, Any]:
     """``plugin_options.nvidia``, checked: unknown keys and wrong types are the user's to fix."""
-    raw = ctx.server.plugin_options.get(PLUGIN_OPTIONS_KEY, {})
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise UserFacingError(
-            f"plugin_options.{PLUGIN_OPTIONS_KEY} must be a mapping, e.g. "
-            f"{{{PLUGIN_OPTIONS_KEY}: {{cache_dir: /scratch/inferx-cache}}}}; got {raw!r}"
-        )
-    for key, value in raw.items():
-        if key not in OPTIONS:
-            raise UserFacingError(
-                f"plugin_options.{PLUGIN_OPTIONS_KEY}.{key}: unknown option; known: "
-                + ", ".join(sorted(OPTIONS))
-            )
-        if not isinstance(value, OPTIONS[key]):
-            raise UserFacingError(
-                f"plugin_options.{PLUGIN_OPTIONS_KEY}.{key} must be {OPTIONS[key].__name__}, "
-                f"got {value!r}"
-            )
-    return raw
+    return checked_plugin_options(
+        ctx, PLUGIN_OPTIONS_KEY, OPTIONS, "cache_dir: /scratch/inferx-cache"
+    )
 
 
 def cache_root(ctx: FixContext) -> Path:
@@ -168,19 +152,7 @@ def parse_version(text: str | None) -> tuple[int, ...] | None:
     """'2.26.2+cuda12.8' -> (2, 26, 2); None when it does not start with a number."""
     if not text:
         return None
-    parts: list[int] = []
-    for piece in text.strip().lstrip("vV").split("."):
-        digits = ""
-        for char in piece:
-            if not char.isdigit():
-                break
-            digits += char
-        if not digits:
-            break
-        parts.append(int(digits))
-        if len(digits) != len(piece):
-            break
-    return tuple(parts) or None
+    return version_tuple(text.strip().lstrip("vV")) or None
 
 
 def normalize_image(image: str) -> str:
@@ -220,6 +192,11 @@ def _dotted(version: tuple[int, ...]) -> str:
 
 def _user_set(spec: LaunchSpec, *names: str) -> dict[str, str]:
     return {n: spec.env[n] for n in names if n in spec.env}
+
+
+def _left_as_given(spec: LaunchSpec, name: str, where: str = "env") -> FixVerdict:
+    """The verdict when the user set ``name`` themselves: their value wins, the fix stays out."""
+    return FixVerdict(False, f"{name}={spec.env[name]} set in {where}; left as given")
 
 
 def _with_missing_env(spec: LaunchSpec, values: dict[str, str]) -> LaunchSpec:
@@ -290,8 +267,7 @@ def _visible_condition(ctx: FixContext, spec: LaunchSpec) -> FixVerdict:
     if in_container(ctx, spec):
         return FixVerdict(False, "container launch: docker --gpus selects the devices")
     if "CUDA_VISIBLE_DEVICES" in spec.env:
-        value = spec.env["CUDA_VISIBLE_DEVICES"]
-        return FixVerdict(False, f"CUDA_VISIBLE_DEVICES={value} set in engine_env; left as given")
+        return _left_as_given(spec, "CUDA_VISIBLE_DEVICES", "engine_env")
     return FixVerdict(
         True,
         f"process launch on {_gpus(gpus)}: CUDA sees only those, "
@@ -432,8 +408,7 @@ def _graph_condition(ctx: FixContext, spec: LaunchSpec) -> FixVerdict:
     if len(spec.gpu_ids) < 2:
         return FixVerdict(False, "one GPU: the engine creates no NCCL communicator")
     if "NCCL_GRAPH_REGISTER" in spec.env:
-        value = spec.env["NCCL_GRAPH_REGISTER"]
-        return FixVerdict(False, f"NCCL_GRAPH_REGISTER={value} set in env; left as given")
+        return _left_as_given(spec, "NCCL_GRAPH_REGISTER")
     graphs, why = cuda_graphs(spec)
     if not graphs:
         return FixVerdict(False, why)
@@ -479,8 +454,7 @@ def _flashinfer_condition(ctx: FixContext, spec: LaunchSpec) -> FixVerdict:
     if len(spec.gpu_ids) < 2:
         return FixVerdict(False, "one GPU: one process downloads, nothing races")
     if "FLASHINFER_WORKSPACE_BASE" in spec.env and _script_path() not in spec.argv:
-        value = spec.env["FLASHINFER_WORKSPACE_BASE"]
-        return FixVerdict(False, f"FLASHINFER_WORKSPACE_BASE={value} set in env; left as given")
+        return _left_as_given(spec, "FLASHINFER_WORKSPACE_BASE")
     return FixVerdict(
         True,
         f"{len(spec.gpu_ids)} GPU processes of {spec.engine} would each download FlashInfer's "

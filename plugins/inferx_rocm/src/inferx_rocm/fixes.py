@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from inferx_core.errors import UserFacingError
+from inferx_core.fixes.common import checked_plugin_options
 from inferx_core.launch.fixes import Fix, FixContext, FixVerdict
 from inferx_core.launch.spec import LaunchSpec, PreflightWait
 from inferx_core.platform import Accelerator
@@ -82,26 +82,7 @@ def _ids(values: Any) -> str:
 
 def rocm_options(ctx: FixContext) -> dict[str, Any]:
     """``plugin_options.rocm``, checked: unknown keys and wrong types are the user's to fix."""
-    raw = ctx.server.plugin_options.get(PLUGIN_OPTIONS_KEY, {})
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise UserFacingError(
-            f"plugin_options.{PLUGIN_OPTIONS_KEY} must be a mapping, e.g. "
-            f"{{{PLUGIN_OPTIONS_KEY}: {{aiter: false}}}}; got {raw!r}"
-        )
-    for key, value in raw.items():
-        if key not in OPTIONS:
-            raise UserFacingError(
-                f"plugin_options.{PLUGIN_OPTIONS_KEY}.{key}: unknown option; known: "
-                + ", ".join(sorted(OPTIONS))
-            )
-        if not isinstance(value, OPTIONS[key]):
-            raise UserFacingError(
-                f"plugin_options.{PLUGIN_OPTIONS_KEY}.{key} must be {OPTIONS[key].__name__}, "
-                f"got {value!r}"
-            )
-    return raw
+    return checked_plugin_options(ctx, PLUGIN_OPTIONS_KEY, OPTIONS, "aiter: false")
 
 
 def _int_flag(spec: LaunchSpec, flag: str) -> int | str | None:

@@ -30,24 +30,29 @@ recipes::
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from inferx_core import (
     EngineInfo,
     EngineMetricsMap,
     LaunchSpec,
-    PreflightWait,
     ReadinessProbe,
     hookimpl,
 )
 from inferx_core.config import ServerConfig
+from inferx_core.engine_helpers import (
+    default_gpu_ids,
+    plugin_options,
+    port_free_wait,
+    set_flag,
+    tiny_completion_probe,
+)
 from inferx_core.errors import UserFacingError
 from inferx_core.platform import Platform
 
 ENGINE = "sglang"
 DEFAULT_EXECUTABLE = ("python3", "-m", "sglang.launch_server")
 PLUGIN_OPTIONS_KEY = "sglang"
-PORT_WAIT_S = 120.0
 
 #: Flags with more than one spelling in ServerArgs: alias -> the spelling InferX emits.
 ALIASES = {
@@ -88,28 +93,7 @@ class SGLangOptions(BaseModel):
 
 
 def options(server: ServerConfig) -> SGLangOptions:
-    raw = server.plugin_options.get(PLUGIN_OPTIONS_KEY) or {}
-    if not isinstance(raw, dict):
-        raise UserFacingError(
-            f"plugin_options.{PLUGIN_OPTIONS_KEY} must be a mapping, e.g. "
-            f"{{{PLUGIN_OPTIONS_KEY}: {{attention_backend: fa3}}}}; got {raw!r}"
-        )
-    try:
-        return SGLangOptions.model_validate(raw)
-    except ValidationError as exc:
-        raise UserFacingError(options_error(exc, PLUGIN_OPTIONS_KEY, SGLangOptions)) from None
-
-
-def options_error(exc: ValidationError, key: str, model: type[BaseModel]) -> str:
-    """One line per problem, naming the option as it is written in the config."""
-    problems = []
-    for error in exc.errors():
-        where = f"plugin_options.{key}." + ".".join(str(p) for p in error["loc"])
-        if error["type"] == "extra_forbidden":
-            problems.append(f"{where}: unknown option; known: {', '.join(model.model_fields)}")
-        else:
-            problems.append(f"{where}: {error['msg']}")
-    return "; ".join(problems)
+    return plugin_options(server, PLUGIN_OPTIONS_KEY, SGLangOptions, "attention_backend: fa3")
 
 
 @hookimpl
@@ -130,32 +114,6 @@ def flag_name(key: str) -> str:
     """An engine_args key as SGLang's flag: 'chunked_prefill_size' -> '--chunked-prefill-size'."""
     flag = "--" + key.removeprefix("--").replace("_", "-")
     return ALIASES.get(flag, flag)
-
-
-def set_flag(argv: list[str], flag: str, value: object) -> None:
-    """Set ``flag`` in ``argv`` in place: replace its value where it is, else append.
-
-    True is a switch, False removes the switch, a list gives several values
-    (nargs="+"), None leaves argv alone.
-    """
-    if value is None:
-        return
-    if flag in argv:
-        i = argv.index(flag)
-        end = i + 1
-        while end < len(argv) and not argv[end].startswith("--"):
-            end += 1
-        del argv[i:end]
-    else:
-        i = len(argv)
-    if value is True:
-        argv.insert(i, flag)
-    elif value is False:
-        return
-    elif isinstance(value, list):
-        argv[i:i] = [flag, *(str(v) for v in value)] if value else []
-    else:
-        argv[i:i] = [flag, str(value)]
 
 
 def build_argv(server: ServerConfig) -> list[str]:
@@ -207,12 +165,6 @@ def build_argv(server: ServerConfig) -> list[str]:
     return argv + list(server.extra_argv)
 
 
-def default_gpu_ids(server: ServerConfig, platform: Platform) -> tuple[int, ...]:
-    if server.gpu_ids is not None:
-        return tuple(server.gpu_ids)
-    return tuple(a.index for a in platform.accelerators)[: server.num_gpus]
-
-
 @hookimpl
 def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec | None:
     if server.engine != ENGINE:
@@ -228,14 +180,7 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
         gpu_ids=default_gpu_ids(server, platform),
         ipc_host=server.image is not None,
         shm_size="32g" if server.image else None,
-        preflight=(
-            PreflightWait(
-                kind="port_free",
-                port=server.port,
-                timeout_s=PORT_WAIT_S,
-                reason="the engine's port must be free (another server may still hold it)",
-            ),
-        ),
+        preflight=(port_free_wait(server.port),),
         labels={"engine": ENGINE, "model": server.model},
     )
 
@@ -251,13 +196,7 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
             name="model listed", path="/v1/models", expect_in_body="{served_model_name}"
         ),
         # One token through the OpenAI route the benchmark uses.
-        ReadinessProbe(
-            name="tiny generation",
-            method="POST",
-            path="/v1/completions",
-            json_body={"model": "{served_model_name}", "prompt": "Hello", "max_tokens": 1},
-            timeout_s=120,
-        ),
+        tiny_completion_probe("tiny generation"),
     ]
 
 

@@ -36,17 +36,23 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from inferx_core import (
     EngineInfo,
     EngineMetricsMap,
     LaunchSpec,
-    PreflightWait,
     ReadinessProbe,
     hookimpl,
 )
 from inferx_core.config import ServerConfig
+from inferx_core.engine_helpers import (
+    default_gpu_ids,
+    plugin_options,
+    port_free_wait,
+    set_flag,
+    tiny_completion_probe,
+)
 from inferx_core.errors import UserFacingError
 from inferx_core.platform import Platform
 
@@ -62,7 +68,6 @@ MPI_ENV_PATTERNS = ("SLURM_*", "PMI*", "PMIX_*", "OMPI_*")
 DEFAULT_MPIRUN = ("mpirun", "-n", "1", "--oversubscribe", "--allow-run-as-root")
 #: moe_config.backend values of TensorRT-LLM 1.x.
 MOE_BACKENDS = ("CUTLASS", "TRTLLM", "DEEPGEMM", "WIDEEP", "CUTEDSL", "TRITON", "VANILLA")
-PORT_WAIT_S = 120.0
 #: NVIDIA's recommended limits for TensorRT-LLM containers (docker run --ulimit).
 CONTAINER_ULIMITS = {"memlock": -1, "stack": 67108864}
 
@@ -138,24 +143,7 @@ class TrtllmOptions(BaseModel):
 
 
 def options(server: ServerConfig) -> TrtllmOptions:
-    raw = server.plugin_options.get(PLUGIN_OPTIONS_KEY) or {}
-    if not isinstance(raw, dict):
-        raise UserFacingError(
-            f"plugin_options.{PLUGIN_OPTIONS_KEY} must be a mapping, e.g. "
-            f"{{{PLUGIN_OPTIONS_KEY}: {{moe_backend: TRTLLM}}}}; got {raw!r}"
-        )
-    try:
-        opts = TrtllmOptions.model_validate(raw)
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            where = f"plugin_options.{PLUGIN_OPTIONS_KEY}." + ".".join(str(p) for p in error["loc"])
-            if error["type"] == "extra_forbidden":
-                known = ", ".join(TrtllmOptions.model_fields)
-                problems.append(f"{where}: unknown option; known: {known}")
-            else:
-                problems.append(f"{where}: {error['msg']}")
-        raise UserFacingError("; ".join(problems)) from None
+    opts = plugin_options(server, PLUGIN_OPTIONS_KEY, TrtllmOptions, "moe_backend: TRTLLM")
     if opts.moe_backend is not None and opts.moe_backend not in MOE_BACKENDS:
         raise UserFacingError(
             f"plugin_options.{PLUGIN_OPTIONS_KEY}.moe_backend: {opts.moe_backend!r} is not one "
@@ -260,28 +248,6 @@ def flag_name(key: str) -> str:
     return ALIASES.get(flag, flag)
 
 
-def set_flag(argv: list[str], flag: str, value: object) -> None:
-    """Set ``flag`` in ``argv``: replace its value in place, else append (False drops a switch)."""
-    if value is None:
-        return
-    if flag in argv:
-        i = argv.index(flag)
-        end = i + 1
-        while end < len(argv) and not argv[end].startswith("--"):
-            end += 1
-        del argv[i:end]
-    else:
-        i = len(argv)
-    if value is True:
-        argv.insert(i, flag)
-    elif value is False:
-        return
-    elif isinstance(value, list):
-        argv[i:i] = [flag, *(str(v) for v in value)] if value else []
-    else:
-        argv[i:i] = [flag, str(value)]
-
-
 def build_argv(server: ServerConfig, opts: TrtllmOptions | None = None) -> list[str]:
     """The trtllm-serve argv for ``server`` (``server.port`` must be set)."""
     opts = opts or options(server)
@@ -311,12 +277,6 @@ def build_argv(server: ServerConfig, opts: TrtllmOptions | None = None) -> list[
     return argv
 
 
-def default_gpu_ids(server: ServerConfig, platform: Platform) -> tuple[int, ...]:
-    if server.gpu_ids is not None:
-        return tuple(server.gpu_ids)
-    return tuple(a.index for a in platform.accelerators)[: server.num_gpus]
-
-
 @hookimpl
 def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec | None:
     if server.engine != ENGINE:
@@ -341,14 +301,7 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
         gpu_ids=default_gpu_ids(server, platform),
         ipc_host=server.image is not None,
         ulimits=dict(CONTAINER_ULIMITS) if server.image else {},
-        preflight=(
-            PreflightWait(
-                kind="port_free",
-                port=server.port,
-                timeout_s=PORT_WAIT_S,
-                reason="the engine's port must be free (another server may still hold it)",
-            ),
-        ),
+        preflight=(port_free_wait(server.port),),
         files={EXTRA_OPTIONS_FILE: llm_api_yaml(server, opts)},
         warnings=tuple(warnings),
         labels={"engine": ENGINE, "model": server.model},
@@ -364,13 +317,7 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
         ReadinessProbe(name="health", path="/health"),
         # trtllm-serve lists the model under its own name (a local folder's base name), so
         # no /v1/models name check; one token through the route the benchmark uses instead.
-        ReadinessProbe(
-            name="tiny generation",
-            method="POST",
-            path="/v1/completions",
-            json_body={"model": "{served_model_name}", "prompt": "Hello", "max_tokens": 1},
-            timeout_s=120,
-        ),
+        tiny_completion_probe("tiny generation"),
     ]
 
 

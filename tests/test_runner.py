@@ -382,3 +382,24 @@ def test_cli_execute_returns_1_when_a_point_failed(
     assert f"results: {tmp_path}" in printed
     statuses = {r["status"] for r in results_in(tmp_path).values()}
     assert statuses == {"failed"}
+
+
+def test_a_point_that_raises_fails_alone_and_the_sweep_moves_on(tmp_path: Path) -> None:
+    bad = tmp_path / "prompts.jsonl"
+    bad.write_text('{"prompt": "fine"}\nnot json at all\n')
+    broken = fake_config(
+        "ok",
+        name="broken",
+        load={"concurrency": [1], "num_prompts": 2},
+        workload={"kind": "dataset", "dataset": str(bad), "osl": 4},
+    )
+    healthy = fake_config("ok", name="healthy", load={"concurrency": [1], "num_prompts": 2})
+    summary, _ = run([broken, healthy], tmp_path)
+    by_id = {o.point_id: o for o in summary.outcomes}
+    [failed] = [o for pid, o in by_id.items() if pid.startswith("broken-")]
+    [ok] = [o for pid, o in by_id.items() if pid.startswith("healthy-")]
+    assert failed.status == "failed"
+    assert "DatasetError" in failed.result["failure_reason"]
+    assert "prompts.jsonl:2: invalid JSON" in failed.result["failure_reason"]
+    assert read_result(result_path(tmp_path, failed.point_id))["status"] == "failed"
+    assert ok.status == "ok"

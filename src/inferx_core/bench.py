@@ -426,6 +426,24 @@ def run_bench(
     prefix = config.name or slug(model.rsplit("/", 1)[-1])
     telemetry = local_telemetry(config) if config.telemetry else None
     outcomes = []
+    try:
+        _run_points(config, target, counter, prefix, telemetry, outcomes, on_point, progress)
+    finally:
+        if hasattr(counter.counter, "close"):
+            counter.counter.close()  # a server tokenizer's keep-alive client and threads
+    return outcomes
+
+
+def _run_points(
+    config: BenchConfig,
+    target: BenchTarget,
+    counter: CounterResolution,
+    prefix: str,
+    telemetry: TelemetryPlan | None,
+    outcomes: list[PointOutcome],
+    on_point: Callable[[PointOutcome], None] | None,
+    progress: bool | None,
+) -> None:
     for point in load_points(config.load):
         outcome = run_point(
             target,
@@ -445,7 +463,6 @@ def run_bench(
         outcomes.append(outcome)
         if on_point:
             on_point(outcome)
-    return outcomes
 
 
 def local_telemetry(config: BenchConfig) -> TelemetryPlan:

@@ -175,20 +175,22 @@ def run_server(
             if on_point:
                 on_point(outcome)
 
+    handle: ServerHandle | None = None
+    counter: Any = None
     try:
-        context["preflight"] = run_preflight(
-            resolved.spec,
-            platform,
-            build_plan(pm, platform, list(resolved.spec.gpu_ids)).make_samplers,
-        )
-        log.info("launching", server=sid, argv=list(resolved.spec.argv), env=resolved.spec.env)
-        handle: ServerHandle = launcher.start(resolved.spec, run_dir)
-    except (OSError, ValueError, UserFacingError) as exc:
-        # e.g. the engine executable is missing: this server fails, the run moves on
-        log.error("engine could not be started", server=sid, error=str(exc))
-        write_failed(f"engine could not be started: {exc}", todo)
-        return summary
-    try:
+        try:
+            context["preflight"] = run_preflight(
+                resolved.spec,
+                platform,
+                build_plan(pm, platform, list(resolved.spec.gpu_ids)).make_samplers,
+            )
+            log.info("launching", server=sid, argv=list(resolved.spec.argv), env=resolved.spec.env)
+            handle = launcher.start(resolved.spec, run_dir)
+        except (OSError, ValueError, UserFacingError) as exc:
+            # e.g. the engine executable is missing: this server fails, the run moves on
+            log.error("engine could not be started", server=sid, error=str(exc))
+            write_failed(f"engine could not be started: {exc}", todo)
+            return summary
         try:
             readiness = wait_until_ready(
                 handle,
@@ -237,22 +239,31 @@ def run_server(
                     engine_log_tail=handle.log_tail(LOG_TAIL_LINES),
                 )
                 break
-            outcome = run_point(
-                target,
-                point,
-                workload=cfg.workload,
-                load=cfg.load,
-                slo=cfg.slo,
-                counter=counter,
-                point_id=pid,
-                num_gpus=num_gpus,
-                output_dir=output_dir,
-                extra=context,
-                abort_check=engine_gone,
-                progress=progress,
-                num_gpus_reason=None if num_gpus else "the engine uses no GPU (CPU build)",
-                telemetry=telemetry,
-            )
+            try:
+                outcome = run_point(
+                    target,
+                    point,
+                    workload=cfg.workload,
+                    load=cfg.load,
+                    slo=cfg.slo,
+                    counter=counter,
+                    point_id=pid,
+                    num_gpus=num_gpus,
+                    output_dir=output_dir,
+                    extra=context,
+                    abort_check=engine_gone,
+                    progress=progress,
+                    num_gpus_reason=None if num_gpus else "the engine uses no GPU (CPU build)",
+                    telemetry=telemetry,
+                )
+            except Exception as exc:  # this point fails with its reason; the sweep moves on
+                log.error("load point failed", point=pid, error=f"{type(exc).__name__}: {exc}")
+                write_failed(
+                    f"{type(exc).__name__}: {exc}",
+                    [(point, pid)],
+                    engine_log_tail=handle.log_tail(LOG_TAIL_LINES),
+                )
+                continue
             if outcome.status != "ok" and not handle.alive():
                 # Requests can fail (connection refused) before the watchdog
                 # polls: name the real cause either way.
@@ -265,9 +276,17 @@ def run_server(
             summary.outcomes.append(outcome)
             if on_point:
                 on_point(outcome)
+    except Exception as exc:  # setup after launch failed: fail what is left, move on
+        done = {o.point_id for o in summary.outcomes}
+        left = [(p, pid) for p, pid in todo if pid not in done]
+        log.error("server failed", server=sid, error=f"{type(exc).__name__}: {exc}")
+        write_failed(f"{type(exc).__name__}: {exc}", left)
     finally:
-        handle.stop(server.stop_grace_s)
-        log.info("engine stopped", server=sid, returncode=handle.returncode())
+        if counter is not None and hasattr(counter.counter, "close"):
+            counter.counter.close()  # keep-alive client and threads of a server tokenizer
+        if handle is not None:
+            handle.stop(server.stop_grace_s)
+            log.info("engine stopped", server=sid, returncode=handle.returncode())
     return summary
 
 

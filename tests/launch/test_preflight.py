@@ -114,3 +114,15 @@ def test_path_unlocked_waits_for_the_holder(tmp_path) -> None:
     with pytest.raises(PreflightTimeout, match=r"still locked .*\(flashinfer\)"):
         run_preflight(spec(short), PLATFORM, lambda: [], sleep=lambda s: None)
     holder.close()
+
+
+def test_a_gpu_without_reading_is_not_reported_as_passed() -> None:
+    gpus = [fake_pynvml.FakeGpu(memory_total=100 * GIB, memory_used=1 * GIB)]
+    nvml = fake_pynvml.FakeNvml(gpus)  # only GPU 0 exists; the spec wants 0 and 1
+    checks = run_preflight(
+        spec(PreflightWait(kind="gpu_memory_below", threshold=0.10)),
+        PLATFORM,
+        lambda: [NvmlSampler([0, 1], nvml=nvml.as_module())],
+        sleep=lambda s: None,
+    )
+    assert checks[0]["ok"] is None and checks[0]["unchecked"] == [1]

@@ -99,3 +99,22 @@ def test_rows_and_window_summary() -> None:
     assert summary["preemptions_total"] == {"increase": 5.0, "samples": 6}
     recorder = TelemetryRecorder([])
     assert list(series_rows(recorder, 0)) == []
+
+
+def test_nan_and_inf_readings_become_none() -> None:
+    class NanSampler(CountingSampler):
+        def read(self):
+            return {
+                "engine.kv_cache_usage": float("nan"),
+                "gpu.0.power_w": float("inf"),
+                "host.cpu_percent": 12.5,
+            }
+
+    with TelemetryRecorder([NanSampler(interval_s=0.05)]) as recorder:
+        time.sleep(0.05)
+    values = recorder.series[0].samples[0][1]
+    assert values == {
+        "engine.kv_cache_usage": None,
+        "gpu.0.power_w": None,
+        "host.cpu_percent": 12.5,
+    }

@@ -86,9 +86,11 @@ def _wait_gpu_memory(
             if not busy:
                 return {
                     "kind": wait.kind,
-                    "ok": True,
+                    # a GPU without a reading was not checked: never report it as passed
+                    "ok": True if not missing else None,
                     "threshold": threshold,
                     "used": {str(g): round(f, 4) for g, f in fractions.items()},
+                    **({"unchecked": missing} if missing else {}),
                 }
             if time.monotonic() > deadline:
                 detail = ", ".join(f"gpu {g} at {f:.0%}" for g, f in sorted(busy.items()))

@@ -10,6 +10,7 @@ unavailable with its reason. Nothing here invents a value.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -40,6 +41,15 @@ class SamplerSeries:
         return list(seen)
 
 
+def _finite(value: float | None) -> float | None:
+    """NaN/inf readings (legal in Prometheus text) become 'not available', so strict
+    JSON results and statistics never see them."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
 class _SamplerThread(threading.Thread):
     def __init__(self, sampler: Sampler, series: SamplerSeries) -> None:
         super().__init__(name=f"inferx-sampler-{sampler.name}", daemon=True)
@@ -49,7 +59,7 @@ class _SamplerThread(threading.Thread):
 
     def read_once(self) -> None:
         try:
-            values = dict(self.sampler.read())
+            values = {k: _finite(v) for k, v in self.sampler.read().items()}
         except Exception as exc:  # a failed read is a gap, never the end of the series
             self.series.errors.append((time.perf_counter_ns(), f"{type(exc).__name__}: {exc}"))
         else:

@@ -392,7 +392,9 @@ def run_point(
         if telemetry is not None:
             write_jsonl_atomic(
                 telemetry_path(output_dir, point_id),
-                series_rows(recorder, result.window_start_ns),
+                # time 0 is the window start; with no window (Ctrl-C in the
+                # warmup) it is when sampling began
+                series_rows(recorder, result.window_start_ns or recorder.started_ns),
             )
         path = write_json_atomic(result_path(output_dir, point_id), out)
     if interrupted:

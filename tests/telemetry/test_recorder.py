@@ -118,3 +118,28 @@ def test_nan_and_inf_readings_become_none() -> None:
         "gpu.0.power_w": None,
         "host.cpu_percent": 12.5,
     }
+
+
+def test_a_hanging_read_is_dropped_not_closed_under() -> None:
+    release = threading.Event()
+
+    class Hanging(CountingSampler):
+        def read(self):
+            self.reads += 1
+            if self.reads >= 2:
+                release.wait(10)  # a /metrics request that does not answer
+            return {"x.value": float(self.reads)}
+
+    sampler = Hanging(interval_s=0.01)
+    recorder = TelemetryRecorder([sampler])
+    recorder.start()
+    time.sleep(0.05)
+    started = time.monotonic()
+    recorder.stop()
+    assert 4.5 < time.monotonic() - started < 8  # bounded wait, then give up
+    assert sampler.stopped is False  # not closed under the running read
+    release.set()
+    time.sleep(0.1)
+    series = recorder.series[0]
+    assert [v["x.value"] for _, v in series.samples] == [1.0]  # the late reading is dropped
+    assert "still running at stop" in series.notes[-1]

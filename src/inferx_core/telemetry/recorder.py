@@ -56,14 +56,19 @@ class _SamplerThread(threading.Thread):
         self.sampler = sampler
         self.series = series
         self.stop_event = threading.Event()
+        # Set once the recorder gave up waiting for this thread: a read still in
+        # flight then lands nowhere, instead of after the point was summarised.
+        self.closed = threading.Event()
 
     def read_once(self) -> None:
         try:
             values = {k: _finite(v) for k, v in self.sampler.read().items()}
         except Exception as exc:  # a failed read is a gap, never the end of the series
-            self.series.errors.append((time.perf_counter_ns(), f"{type(exc).__name__}: {exc}"))
+            if not self.closed.is_set():
+                self.series.errors.append((time.perf_counter_ns(), f"{type(exc).__name__}: {exc}"))
         else:
-            self.series.samples.append((time.perf_counter_ns(), values))
+            if not self.closed.is_set():
+                self.series.samples.append((time.perf_counter_ns(), values))
 
     def run(self) -> None:
         interval = max(float(self.sampler.interval_s), MIN_INTERVAL_S)
@@ -93,11 +98,13 @@ class TelemetryRecorder:
         self.series: list[SamplerSeries] = []
         self._threads: list[_SamplerThread] = []
         self._started = False
+        self.started_ns = 0
 
     def start(self) -> None:
         if self._started:
             return
         self._started = True
+        self.started_ns = time.perf_counter_ns()
         for sampler in self.samplers:
             series = SamplerSeries(name=sampler.name, interval_s=float(sampler.interval_s))
             self.series.append(series)
@@ -118,10 +125,16 @@ class TelemetryRecorder:
             thread.stop_event.set()
         for thread in self._threads:
             thread.join(timeout=max(5.0, 2 * thread.sampler.interval_s))
-            try:
-                thread.sampler.stop()
-            except Exception as exc:  # stop must not lose the series
-                thread.series.notes.append(f"stop failed: {type(exc).__name__}: {exc}")
+            if thread.is_alive():
+                # A read is hanging (e.g. a slow /metrics): never close the
+                # sampler under it; its late reading is dropped, and said so.
+                thread.closed.set()
+                thread.series.notes.append("a read was still running at stop; it is dropped")
+            else:
+                try:
+                    thread.sampler.stop()
+                except Exception as exc:  # stop must not lose the series
+                    thread.series.notes.append(f"stop failed: {type(exc).__name__}: {exc}")
             notes = getattr(thread.sampler, "notes", None)
             if notes:
                 thread.series.notes.extend(str(n) for n in notes)

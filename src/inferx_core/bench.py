@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import itertools
 import math
 from collections.abc import Callable, Iterator
@@ -19,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from inferx_core import __version__
 from inferx_core.config import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.load.client import ConnectionPool, build_chat_payload, build_completions_payload
 from inferx_core.load.lengths import LengthSpec
@@ -32,11 +30,12 @@ from inferx_core.metrics import summarize
 from inferx_core.progress import LoadProgress
 from inferx_core.redact import redact
 from inferx_core.results import (
-    SCHEMA_VERSION,
     requests_path,
+    result_header,
     result_path,
     slug,
     telemetry_path,
+    utc_now,
     write_json_atomic,
     write_jsonl_atomic,
 )
@@ -202,10 +201,6 @@ def _cycle(requests: list[PreparedRequest], first_id: int) -> Iterator[PreparedR
         yield PreparedRequest(prepared.path, prepared.payload, record)
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
 async def _run_scheduler(
     target: BenchTarget,
     measured: Any,
@@ -270,7 +265,7 @@ def run_point(
 
     Ctrl-C writes what was measured with status ``interrupted`` and re-raises.
     """
-    started_at = _now()
+    started_at = utc_now()
     n_measured = prompts_for(point, load)
     n_warmup = warmup_for(point, load)
     spec = workload_spec(workload)
@@ -353,13 +348,8 @@ def run_point(
     if interrupted or abort_reason:
         stopped_by = "aborted"
     out: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "inferx_version": __version__,
-        "point_id": point_id,
-        "status": status,
-        "failure_reason": reason,
-        "date": started_at,
-        "finished_at": _now(),
+        **result_header(point_id, status, reason, started_at),
+        "finished_at": utc_now(),
         "backend": f"openai-{workload.api}",
         "base_url": target.base_url,
         "model_id": target.model,

@@ -6,6 +6,7 @@ in the same folder, is flushed to disk, then renamed over the final name.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import tempfile
@@ -17,6 +18,27 @@ SCHEMA_VERSION = 1
 RESULT_SUFFIX = ".json"
 REQUESTS_SUFFIX = ".requests.jsonl"
 TELEMETRY_SUFFIX = ".telemetry.jsonl"
+
+
+def utc_now() -> str:
+    """The timestamp every result and job record uses (UTC, seconds)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def result_header(
+    point_id: str, status: str, reason: str | None, date: str | None = None
+) -> dict[str, Any]:
+    """The identity fields every result file starts with, ok or failed."""
+    from inferx_core import __version__
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "inferx_version": __version__,
+        "point_id": point_id,
+        "status": status,
+        "failure_reason": reason,
+        "date": date or utc_now(),
+    }
 
 
 def _atomic_write(path: Path, write: Any) -> Path:

@@ -10,13 +10,11 @@ loses nothing already finished and ``--resume`` skips it.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inferx_core import __version__
 from inferx_core.bench import (
     BenchTarget,
     LoadPoint,
@@ -43,7 +41,13 @@ from inferx_core.readiness import (
 )
 from inferx_core.redact import redact
 from inferx_core.registry import detect_platform, engine_registry, launchers
-from inferx_core.results import SCHEMA_VERSION, is_complete, result_path, slug, write_json_atomic
+from inferx_core.results import (
+    is_complete,
+    result_header,
+    result_path,
+    slug,
+    write_json_atomic,
+)
 from inferx_core.telemetry.session import build_plan
 
 log = get_logger("inferx.runner")
@@ -87,19 +91,10 @@ def point_ids(cfg: RunConfig) -> list[tuple[LoadPoint, str]]:
     return [(p, point_id_for(sid, cfg.workload, p)) for p in load_points(cfg.load)]
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
 def _failed_result(point_id: str, reason: str, extra: dict[str, Any]) -> dict[str, Any]:
     """A point that never ran (engine failed to start or died earlier): status and why."""
     return {
-        "schema_version": SCHEMA_VERSION,
-        "inferx_version": __version__,
-        "point_id": point_id,
-        "status": "failed",
-        "failure_reason": reason,
-        "date": _now(),
+        **result_header(point_id, "failed", reason),
         # No request ran: no latency or throughput field is written, never a zero.
         **redact(extra),
     }

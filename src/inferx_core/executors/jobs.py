@@ -30,7 +30,7 @@ from typing import Any
 from inferx_core.config import RunConfig
 from inferx_core.errors import UserFacingError
 from inferx_core.redact import REDACTED, redact
-from inferx_core.results import is_complete, write_json_atomic
+from inferx_core.results import is_complete, utc_now, write_json_atomic
 
 MANIFEST_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -220,7 +220,7 @@ def run_job(manifest_path: Path, index: int, *, progress: bool = False) -> int:
         "server": job["server"],
         "host": socket.gethostname(),
         "scheduler_job_id": os.environ.get("SLURM_JOB_ID"),
-        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "started_at": utc_now(),
         "exit_code": None,
     }
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
@@ -245,6 +245,6 @@ def run_job(manifest_path: Path, index: int, *, progress: bool = False) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
         record["exit_code"] = code
-        record["ended_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        record["ended_at"] = utc_now()
         with contextlib.suppress(OSError):
             write_json_atomic(status_path(job_dir, index), record)

@@ -9,7 +9,6 @@ so a headless browser can check the page really rendered its plots.
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.report.table import SUMMARY_COLUMNS, summary_cells
+from inferx_core.results import utc_now
 
 _CSS = """
 body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px;
@@ -106,7 +106,7 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> str:
 def render(content: PageContent) -> str:
     """The page as one string."""
     ok = sum(1 for r in content.rows if r.get("status") == "ok")
-    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    now = utc_now()
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

@@ -16,9 +16,9 @@ import time
 
 COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],
-    "inferx --version": [sys.executable, "-m", "inferx_core.cli", "--version"],
-    "inferx --help": [sys.executable, "-m", "inferx_core.cli", "--help"],
-    "inferx plugins --json": [sys.executable, "-m", "inferx_core.cli", "plugins", "--json"],
+    "inferx --version": [sys.executable, "-m", "inferx_core.cli.main", "--version"],
+    "inferx --help": [sys.executable, "-m", "inferx_core.cli.main", "--help"],
+    "inferx plugins --json": [sys.executable, "-m", "inferx_core.cli.main", "plugins", "--json"],
 }
 
 

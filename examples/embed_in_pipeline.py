@@ -9,8 +9,8 @@ plain dicts. Point `base_url` at your own deployment instead.
 
 from __future__ import annotations
 
-from inferx_core.bench import run_bench
-from inferx_core.config import SLO, BenchConfig, LoadProfile, Workload
+from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
+from inferx_core.pipeline.point import run_bench
 from inferx_core.testing import ServerProcess
 
 

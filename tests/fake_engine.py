@@ -28,9 +28,9 @@ from __future__ import annotations
 import sys
 
 from inferx_core import EngineInfo, EngineMetricsMap, LaunchSpec, ReadinessProbe, hookimpl
-from inferx_core.config import ServerConfig
-from inferx_core.launch.fixes import Fix, FixContext, FixVerdict
-from inferx_core.platform import Platform
+from inferx_core.config.models import ServerConfig
+from inferx_core.sdk.fixes import Fix, FixContext, FixVerdict
+from inferx_core.sdk.platform import Platform
 
 ENGINE = "fake"
 MODES = ("ok", "crash_on_start", "die_after_s", "never_ready", "missing_executable")

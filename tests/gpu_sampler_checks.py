@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from inferx_core.telemetry.sampler import Sampler, SamplerUnavailable
+from inferx_core.sdk.sampler import Sampler, SamplerUnavailable
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from inferx_core.bench import BenchTarget, LoadPoint, run_bench, run_point
-from inferx_core.cli import main
-from inferx_core.config import SLO, BenchConfig, LoadProfile, Workload
+from inferx_core.cli.main import main
+from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.load.tokenizer import resolve_token_counter
-from inferx_core.results import is_complete
+from inferx_core.pipeline.point import BenchTarget, LoadPoint, run_bench, run_point
+from inferx_core.results.files import is_complete
 from inferx_core.testing import ServerProcess
 
 
@@ -173,7 +173,7 @@ def test_ctrl_c_keeps_what_was_measured(slow_server: ServerProcess, tmp_path: Pa
         [
             sys.executable,
             "-m",
-            "inferx_core.cli",
+            "inferx_core.cli.main",
             "bench",
             "--base-url",
             slow_server.base_url,

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from inferx_core import cli
-from inferx_core.cli_fixes import catalogue, markdown_table
-from inferx_core.plugins import get_plugin_manager
-from inferx_core.registry import fix_catalogue
+from inferx_core.cli import main as cli
+from inferx_core.cli.fixes import catalogue, markdown_table
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.registries import fix_catalogue
 
 ROOT = Path(__file__).resolve().parents[1]
 PLATFORMS = ROOT / "tests" / "platforms"
@@ -30,9 +30,9 @@ NVIDIA_IDS = {
 @pytest.fixture(autouse=True)
 def fixes_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Register the sub-command as cli.py will (a no-op once it is there)."""
-    if "inferx_core.cli_fixes" not in cli._EXTRA_COMMAND_MODULES:
+    if "inferx_core.cli.fixes" not in cli._EXTRA_COMMAND_MODULES:
         monkeypatch.setattr(
-            cli, "_EXTRA_COMMAND_MODULES", (*cli._EXTRA_COMMAND_MODULES, "inferx_core.cli_fixes")
+            cli, "_EXTRA_COMMAND_MODULES", (*cli._EXTRA_COMMAND_MODULES, "inferx_core.cli.fixes")
         )
     monkeypatch.setenv("INFERX_CACHE_DIR", str(tmp_path / "cache"))
 

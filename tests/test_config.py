@@ -10,8 +10,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inferx_core.config import LoadProfile, RunConfig, SweepConfig
-from inferx_core.config_loader import ConfigError, load_config, load_run_configs
+from inferx_core.config.loader import ConfigError, load_config, load_run_configs
+from inferx_core.config.models import LoadProfile, RunConfig, SweepConfig
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inferx_core.config import ServerConfig
-from inferx_core.launch.fixes import (
+from inferx_core.config.models import ServerConfig
+from inferx_core.sdk.fixes import (
     DuplicateFixError,
     Fix,
     FixContext,
@@ -15,8 +15,8 @@ from inferx_core.launch.fixes import (
     apply_fixes,
     spec_changes,
 )
-from inferx_core.launch.spec import LaunchSpec
-from inferx_core.platform import Platform
+from inferx_core.sdk.launch_spec import LaunchSpec
+from inferx_core.sdk.platform import Platform
 
 CTX = FixContext(server=ServerConfig(engine="vllm", model="m", port=8000), platform=Platform())
 BASE = LaunchSpec(engine="vllm", argv=("vllm", "serve", "m"), port=8000)

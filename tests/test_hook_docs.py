@@ -1,6 +1,6 @@
 """docs/hooks.md and the hook specs stay in step, and every documented example runs.
 
-- every hook spec (``inferx_*`` in ``inferx_core.hookspecs``) has exactly one
+- every hook spec (``inferx_*`` in ``inferx_core.sdk.hookspecs``) has exactly one
   ``## inferx_<name>`` section in docs/hooks.md, and no section names a hook
   that does not exist;
 - each section has a ```python example that compiles, imports only
@@ -25,18 +25,18 @@ from typing import Any
 
 import pytest
 
-from inferx_core import hookspecs
-from inferx_core.config import ServerConfig
-from inferx_core.engines import EngineInfo
-from inferx_core.executors import Executor, ExecutorInfo
+from inferx_core.config.models import ServerConfig
 from inferx_core.executors.multinode import RoleContext
-from inferx_core.launch.fixes import Fix, FixContext, apply_fixes
-from inferx_core.launch.launcher import Launcher, LauncherInfo
-from inferx_core.launch.spec import LaunchSpec
-from inferx_core.platform import Accelerator, Platform
-from inferx_core.plugins import get_plugin_manager
-from inferx_core.probes import EngineMetricsMap, ReadinessProbe
-from inferx_core.telemetry.sampler import Sampler
+from inferx_core.sdk import hookspecs
+from inferx_core.sdk.engine import EngineInfo
+from inferx_core.sdk.executor import Executor, ExecutorInfo
+from inferx_core.sdk.fixes import Fix, FixContext, apply_fixes
+from inferx_core.sdk.launch_spec import LaunchSpec
+from inferx_core.sdk.launcher import Launcher, LauncherInfo
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.platform import Accelerator, Platform
+from inferx_core.sdk.probes import EngineMetricsMap, ReadinessProbe
+from inferx_core.sdk.sampler import Sampler
 
 DOCS = Path(__file__).parents[1] / "docs"
 HOOKS_MD = DOCS / "hooks.md"
@@ -346,8 +346,8 @@ CONFIG_EXAMPLES = [("example.yaml", b) for b in code_blocks(CONFIG_TEXT, "yaml")
 
 @pytest.mark.parametrize("index", range(len(CONFIG_EXAMPLES)))
 def test_configuration_examples_validate(index: int) -> None:
-    from inferx_core.config import SweepConfig
-    from inferx_core.config_loader import parse_config_text
+    from inferx_core.config.loader import parse_config_text
+    from inferx_core.config.models import SweepConfig
 
     name, text = CONFIG_EXAMPLES[index]
     config = parse_config_text(text, name)

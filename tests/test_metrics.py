@@ -1,4 +1,4 @@
-"""Tests for inferx_core.metrics: golden hand-computed values and properties."""
+"""Tests for inferx_core.metrics.summarize: golden hand-computed values and properties."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inferx_core.load.records import RequestRecord
-from inferx_core.metrics import (
+from inferx_core.metrics.summarize import (
     LATENCY_METRICS,
     cost_per_million_tokens,
     normalize_slos,
@@ -633,7 +633,7 @@ def test_time_scaling(recs: list[RequestRecord], slos: dict[str, float] | None, 
 
 def test_zero_gap_fraction_flags_chunks_read_together() -> None:
     from inferx_core.load.records import RequestRecord
-    from inferx_core.metrics import summarize
+    from inferx_core.metrics.summarize import summarize
 
     ms = 1_000_000
     # 5 chunks: two arrive in one read (same stamp), the others 10 ms apart

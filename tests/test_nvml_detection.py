@@ -5,7 +5,7 @@ from __future__ import annotations
 import fake_pynvml as fake
 import pytest
 
-from inferx_core.builtin.nvml import detect_nvidia
+from inferx_core.builtin.nvidia.plugin import detect_nvidia
 
 
 def test_no_library_is_a_note_not_an_error() -> None:

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from inferx_core.config import RunConfig
-from inferx_core.platform import load_platform
-from inferx_core.plugins import get_plugin_manager
+from inferx_core.config.models import RunConfig
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.platform import load_platform
 
 PLATFORMS = Path(__file__).parent / "platforms"
 SECRET = "hf_plan_secret_7"
@@ -26,7 +26,7 @@ LLAMA_70B = "meta-llama/Llama-3.1-70B-Instruct"
 
 def inferx(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "inferx_core.cli", *args],
+        [sys.executable, "-m", "inferx_core.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -105,7 +105,7 @@ def pm() -> Any:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_PLATFORMS))
 def test_vllm_uses_the_first_tp_gpus_of_every_platform(pm: Any, name: str) -> None:
-    from inferx_core.cli_run import plan
+    from inferx_core.cli.run import plan
 
     platform = load_platform(PLATFORMS / name)
     cfg = RunConfig(engine="vllm", model="m", parallelism={"tp": 4})
@@ -342,8 +342,8 @@ def test_docker_engine_is_reachable_through_the_published_port(tmp_path: Path) -
 
 
 def test_sglang_dp_attention_claims_tp_gpus_only(pm: Any) -> None:
-    from inferx_core.cli_run import plan
-    from inferx_core.platform import Platform
+    from inferx_core.cli.run import plan
+    from inferx_core.sdk.platform import Platform
 
     node = load_platform(PLATFORMS / "h200x8.json")
     accs = [node.accelerators[0].model_copy(update={"index": i}) for i in range(16)]

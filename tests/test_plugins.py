@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from inferx_core import hookimpl
-from inferx_core.engines import EngineInfo
-from inferx_core.plugins import (
+from inferx_core.sdk.engine import EngineInfo
+from inferx_core.sdk.manager import (
     PluginError,
     PluginHookError,
     get_plugin_manager,
 )
-from inferx_core.registry import EngineConflictError, detect_platform, engine_registry
+from inferx_core.sdk.registries import EngineConflictError, detect_platform, engine_registry
 
 SHIPPED = {"vllm", "sglang", "trtllm", "rocm", "example-tpu"}
 
@@ -178,7 +178,7 @@ def _run_cli(*args: str, path: Path | None = None, **env: str) -> subprocess.Com
         full_env["PYTHONPATH"] = f"{path}{os.pathsep}{full_env.get('PYTHONPATH', '')}"
     full_env.update(env)
     return subprocess.run(
-        [sys.executable, "-m", "inferx_core.cli", *args],
+        [sys.executable, "-m", "inferx_core.cli.main", *args],
         capture_output=True,
         text=True,
         env=full_env,
@@ -217,7 +217,7 @@ def test_same_distribution_twice_on_path_loads_once(tmp_path: Path) -> None:
             textwrap.dedent(
                 """
                 from inferx_core import hookimpl
-                from inferx_core.engines import EngineInfo
+                from inferx_core.sdk.engine import EngineInfo
 
                 @hookimpl
                 def inferx_register_engines():

@@ -8,8 +8,8 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inferx_core.log import configure_logging, get_logger
-from inferx_core.redact import REDACTED, redact, redact_text
+from inferx_core.sdk.log import configure_logging, get_logger
+from inferx_core.sdk.redact import REDACTED, redact, redact_text
 
 
 def test_env_keys_are_redacted() -> None:

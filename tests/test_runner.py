@@ -22,13 +22,13 @@ import fake_engine
 import psutil
 import pytest
 
-from inferx_core.bench import PointOutcome
-from inferx_core.config import RunConfig
+from inferx_core.config.models import RunConfig
 from inferx_core.launch.process import port_is_free
-from inferx_core.platform import Platform
-from inferx_core.plugins import get_plugin_manager
-from inferx_core.results import read_result, result_path
-from inferx_core.runner import RunSummary, point_ids, run_configs, server_id
+from inferx_core.pipeline.point import PointOutcome
+from inferx_core.pipeline.run import RunSummary, point_ids, run_configs, server_id
+from inferx_core.results.files import read_result, result_path
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.platform import Platform
 
 SECRET = "hf_secret_value_42"
 LATENCY_FIELDS = ("median_ttft_ms", "mean_ttft_ms", "p99_e2el_ms", "output_throughput")
@@ -325,7 +325,7 @@ def test_resume_skips_complete_points_and_reruns_missing_ones(
 # -- CLI ------------------------------------------------------------------------------------------
 def inferx(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "inferx_core.cli", *args],
+        [sys.executable, "-m", "inferx_core.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -373,7 +373,7 @@ def test_cli_run_unknown_engine_exits_2_naming_known_engines(tmp_path: Path) -> 
 def test_cli_execute_returns_1_when_a_point_failed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from inferx_core.cli_run import _execute
+    from inferx_core.cli.run import _execute
 
     args = argparse.Namespace(output=str(tmp_path), no_progress=True, resume=False)
     code = _execute([fake_config("crash_on_start")], args, fake_pm(), Platform())

@@ -1,4 +1,4 @@
-"""Tests for inferx_core.stats: numpy-linear percentiles, empty -> None, +inf failures."""
+"""Tests for inferx_core.metrics.stats: numpy-linear percentiles, empty -> None, +inf failures."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inferx_core.stats import (
+from inferx_core.metrics.stats import (
     describe,
     error_adjusted_percentiles,
     percentile,

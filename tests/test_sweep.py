@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 from pydantic import Field, ValidationError
 
-from inferx_core.cli_filters import add_filter_arguments, apply_filters
-from inferx_core.config import RunConfig, SweepConfig, SweepMatrix
-from inferx_core.errors import UserFacingError
-from inferx_core.runner import point_ids, server_id
-from inferx_core.sweep import (
+from inferx_core.cli.filters import add_filter_arguments, apply_filters
+from inferx_core.config.models import RunConfig, SweepConfig, SweepMatrix
+from inferx_core.config.sweep import (
     ConcurrencyRange,
     Precision,
     SweepError,
@@ -23,6 +21,8 @@ from inferx_core.sweep import (
     geometric_range,
     scenario_matches,
 )
+from inferx_core.errors import UserFacingError
+from inferx_core.pipeline.run import point_ids, server_id
 
 
 class Matrix(SweepMatrix):
@@ -210,9 +210,9 @@ def test_cli_filters_module_is_light() -> None:
 
     code = (
         "import sys, argparse\n"
-        "from inferx_core.cli_filters import add_filter_arguments\n"
+        "from inferx_core.cli.filters import add_filter_arguments\n"
         "add_filter_arguments(argparse.ArgumentParser())\n"
-        "print([m for m in ('pydantic', 'inferx_core.sweep') if m in sys.modules])\n"
+        "print([m for m in ('pydantic', 'inferx_core.config.sweep') if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -236,7 +236,7 @@ matrix:
 
 
 def test_yaml_sweep_with_precision_and_range(tmp_path: Path) -> None:
-    from inferx_core.config_loader import load_run_configs
+    from inferx_core.config.loader import load_run_configs
 
     path = tmp_path / "sweep.yaml"
     path.write_text(SWEEP_YAML.replace("OUTPUT", str(tmp_path / "out")))
@@ -249,7 +249,7 @@ def test_yaml_sweep_with_precision_and_range(tmp_path: Path) -> None:
 
 
 def test_yaml_sweep_errors_name_the_field(tmp_path: Path) -> None:
-    from inferx_core.config_loader import ConfigError, load_config
+    from inferx_core.config.loader import ConfigError, load_config
 
     path = tmp_path / "sweep.yaml"
     path.write_text(
@@ -260,7 +260,7 @@ def test_yaml_sweep_errors_name_the_field(tmp_path: Path) -> None:
 
 
 def test_plan_cli_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from inferx_core.cli import main
+    from inferx_core.cli.main import main
 
     path = tmp_path / "sweep.yaml"
     path.write_text(
@@ -282,7 +282,7 @@ def test_plan_cli_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 def test_docs_sweep_example_expands(tmp_path: Path) -> None:
     import re
 
-    from inferx_core.config_loader import load_run_configs
+    from inferx_core.config.loader import load_run_configs
 
     text = (Path(__file__).parents[1] / "docs" / "reports.md").read_text()
     [block] = re.findall(r"```yaml\n(.*?)```", text, re.S)

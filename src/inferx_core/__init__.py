@@ -9,37 +9,32 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pluggy
-
+from inferx_core import _compat
 from inferx_core._version import __version__
+from inferx_core.sdk.markers import PROJECT_NAME, hookimpl, hookspec
 
-PROJECT_NAME = "inferx"
-
-#: Marker for plugin hook implementations: ``@inferx_core.hookimpl``.
-hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
-#: Marker for hook specifications (used by ``inferx_core.hookspecs``).
-hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+_compat.install()
 
 _LAZY_EXPORTS = {
-    "Accelerator": "inferx_core.platform",
-    "HostInfo": "inferx_core.platform",
-    "Platform": "inferx_core.platform",
-    "LaunchSpec": "inferx_core.launch.spec",
-    "Mount": "inferx_core.launch.spec",
-    "PreflightWait": "inferx_core.launch.spec",
-    "Fix": "inferx_core.launch.fixes",
-    "FixContext": "inferx_core.launch.fixes",
-    "FixVerdict": "inferx_core.launch.fixes",
-    "ReadinessProbe": "inferx_core.probes",
-    "EngineMetricsMap": "inferx_core.probes",
-    "EngineInfo": "inferx_core.engines",
-    "Sampler": "inferx_core.telemetry.sampler",
-    "SamplerUnavailable": "inferx_core.telemetry.sampler",
-    "LauncherInfo": "inferx_core.launch.launcher",
-    "ServerConfig": "inferx_core.config",
-    "RunConfig": "inferx_core.config",
-    "SweepConfig": "inferx_core.config",
-    "get_plugin_manager": "inferx_core.plugins",
+    "Accelerator": "inferx_core.sdk.platform",
+    "HostInfo": "inferx_core.sdk.platform",
+    "Platform": "inferx_core.sdk.platform",
+    "LaunchSpec": "inferx_core.sdk.launch_spec",
+    "Mount": "inferx_core.sdk.launch_spec",
+    "PreflightWait": "inferx_core.sdk.launch_spec",
+    "Fix": "inferx_core.sdk.fixes",
+    "FixContext": "inferx_core.sdk.fixes",
+    "FixVerdict": "inferx_core.sdk.fixes",
+    "ReadinessProbe": "inferx_core.sdk.probes",
+    "EngineMetricsMap": "inferx_core.sdk.probes",
+    "EngineInfo": "inferx_core.sdk.engine",
+    "Sampler": "inferx_core.sdk.sampler",
+    "SamplerUnavailable": "inferx_core.sdk.sampler",
+    "LauncherInfo": "inferx_core.sdk.launcher",
+    "ServerConfig": "inferx_core.config.models",
+    "RunConfig": "inferx_core.config.models",
+    "SweepConfig": "inferx_core.config.models",
+    "get_plugin_manager": "inferx_core.sdk.manager",
 }
 
 __all__ = [
@@ -81,12 +76,12 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from inferx_core.config import RunConfig, ServerConfig, SweepConfig
-    from inferx_core.engines import EngineInfo
-    from inferx_core.launch.fixes import Fix, FixContext, FixVerdict
-    from inferx_core.launch.launcher import LauncherInfo
-    from inferx_core.launch.spec import LaunchSpec, Mount, PreflightWait
-    from inferx_core.platform import Accelerator, HostInfo, Platform
-    from inferx_core.plugins import get_plugin_manager
-    from inferx_core.probes import EngineMetricsMap, ReadinessProbe
-    from inferx_core.telemetry.sampler import Sampler, SamplerUnavailable
+    from inferx_core.config.models import RunConfig, ServerConfig, SweepConfig
+    from inferx_core.sdk.engine import EngineInfo
+    from inferx_core.sdk.fixes import Fix, FixContext, FixVerdict
+    from inferx_core.sdk.launch_spec import LaunchSpec, Mount, PreflightWait
+    from inferx_core.sdk.launcher import LauncherInfo
+    from inferx_core.sdk.manager import get_plugin_manager
+    from inferx_core.sdk.platform import Accelerator, HostInfo, Platform
+    from inferx_core.sdk.probes import EngineMetricsMap, ReadinessProbe
+    from inferx_core.sdk.sampler import Sampler, SamplerUnavailable

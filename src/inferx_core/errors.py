@@ -4,10 +4,10 @@ from __future__ import annotations
 
 
 def user_error_message(exc: BaseException) -> str | None:
-    from inferx_core.config_loader import ConfigError
-    from inferx_core.launch.fixes import DuplicateFixError
-    from inferx_core.plugins import PluginError, PluginHookError
-    from inferx_core.registry import EngineConflictError, EngineNotFoundError
+    from inferx_core.config.loader import ConfigError
+    from inferx_core.sdk.fixes import DuplicateFixError
+    from inferx_core.sdk.manager import PluginError, PluginHookError
+    from inferx_core.sdk.registries import EngineConflictError, EngineNotFoundError
 
     known: tuple[type[BaseException], ...] = (
         ConfigError,

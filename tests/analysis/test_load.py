@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from result_factory import make_result, write_results
 
-from inferx_core.analysis.load import load_results, read_jsonl, telemetry_sidecar
+from inferx_core.results.read import load_results, read_jsonl, telemetry_sidecar
 
 
 def test_reads_every_result_recursively_and_skips_the_rest(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from inferx_core.demo.engine import find_engine_python, missing_engine_message
 from inferx_core.demo.run import SERVED_NAME, demo_config
-from inferx_core.runner import run_configs
+from inferx_core.pipeline.run import run_configs
 
 pytestmark = pytest.mark.engine
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from inferx_core.fixes import flashinfer_prefetch as wrapper
-from inferx_core.fixes.nvidia import prefetch_source
+from inferx_core.builtin.nvidia import flashinfer_prefetch as wrapper
+from inferx_core.builtin.nvidia.fixes import prefetch_source
 
 SCRIPT = Path(wrapper.__file__)
 FAKE_MAIN = textwrap.dedent(

@@ -22,15 +22,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inferx_core.cli_run import plan
-from inferx_core.config import RunConfig, ServerConfig
+from inferx_core.builtin.nvidia import fixes as nvidia
+from inferx_core.cli.run import plan
+from inferx_core.config.models import RunConfig, ServerConfig
 from inferx_core.errors import UserFacingError
-from inferx_core.fixes import nvidia
-from inferx_core.launch.fixes import FixContext, apply_fixes
-from inferx_core.launch.spec import LaunchSpec, Mount, PreflightWait
-from inferx_core.platform import Platform, load_platform
-from inferx_core.plugins import get_plugin_manager
-from inferx_core.registry import fix_catalogue
+from inferx_core.sdk.fixes import FixContext, apply_fixes
+from inferx_core.sdk.launch_spec import LaunchSpec, Mount, PreflightWait
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.platform import Platform, load_platform
+from inferx_core.sdk.registries import fix_catalogue
 
 PLATFORMS = Path(__file__).resolve().parents[1] / "platforms"
 NVIDIA_IDS = [
@@ -519,7 +519,7 @@ def test_inferx_plan_cli_on_b200(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "inferx_core.cli",
+            "inferx_core.cli.main",
             "plan",
             str(config),
             "--platform",

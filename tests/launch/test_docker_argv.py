@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from inferx_core.launch.docker import DockerLauncher, docker_run_argv
-from inferx_core.launch.spec import LaunchSpec, Mount
+from inferx_core.sdk.launch_spec import LaunchSpec, Mount
 
 
 def test_nvidia_argv(tmp_path: Path) -> None:

@@ -7,10 +7,10 @@ import socket
 import fake_pynvml
 import pytest
 
+from inferx_core.builtin.nvidia.sampler import NvmlSampler
 from inferx_core.launch.preflight import PreflightTimeout, run_preflight
-from inferx_core.launch.spec import LaunchSpec, PreflightWait
-from inferx_core.platform import Accelerator, Platform
-from inferx_core.telemetry.nvml import NvmlSampler
+from inferx_core.sdk.launch_spec import LaunchSpec, PreflightWait
+from inferx_core.sdk.platform import Accelerator, Platform
 
 GIB = 1024**3
 PLATFORM = Platform(

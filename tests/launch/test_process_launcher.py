@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from inferx_core.launch.process import ProcessLauncher, free_port, port_is_free
-from inferx_core.launch.spec import LaunchSpec
+from inferx_core.sdk.launch_spec import LaunchSpec
 
 TREE = textwrap.dedent(
     """

@@ -20,7 +20,7 @@ from inferx_core.launch.process import (
     resolve_run_dir,
     write_run_files,
 )
-from inferx_core.launch.spec import LaunchSpec, Mount
+from inferx_core.sdk.launch_spec import LaunchSpec, Mount
 
 READ_BACK = "import sys, os; print(open(sys.argv[1]).read().strip(), os.environ['CFG'])"
 

@@ -142,8 +142,8 @@ def test_report_of_a_real_vllm_cpu_result(tmp_path: Path) -> None:
 
 
 def test_report_of_real_bench_results_with_assumed_gpus(tmp_path: Path) -> None:
-    from inferx_core.bench import run_bench
-    from inferx_core.config import BenchConfig, LoadProfile, Workload
+    from inferx_core.config.models import BenchConfig, LoadProfile, Workload
+    from inferx_core.pipeline.point import run_bench
     from inferx_core.testing import ServerProcess
 
     with ServerProcess(ttft_ms=5, itl_ms=2) as server:
@@ -172,13 +172,13 @@ def test_report_of_real_bench_results_with_assumed_gpus(tmp_path: Path) -> None:
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch):
     """``inferx`` with the report commands, whether or not cli.py registers them yet."""
-    import inferx_core.cli as cli_module
+    import inferx_core.cli.main as cli_module
 
-    if "inferx_core.cli_report" not in cli_module._EXTRA_COMMAND_MODULES:
+    if "inferx_core.cli.report" not in cli_module._EXTRA_COMMAND_MODULES:
         monkeypatch.setattr(
             cli_module,
             "_EXTRA_COMMAND_MODULES",
-            (*cli_module._EXTRA_COMMAND_MODULES, "inferx_core.cli_report"),
+            (*cli_module._EXTRA_COMMAND_MODULES, "inferx_core.cli.report"),
         )
     return cli_module.main
 
@@ -248,7 +248,7 @@ def test_report_commands_register_without_heavy_imports() -> None:
 def test_analysis_does_not_import_matplotlib(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from inferx_core.analysis import compare, cost, load, pareto, points\n"
+        "from inferx_core.analysis import compare, cost, pareto, points\n"
         "from inferx_core.report import write_report\n"
         f"write_report([{str(make_set(tmp_path / 'r'))!r}], {str(tmp_path / 'o')!r}, plots=False)\n"
         "print('matplotlib' in sys.modules)\n"

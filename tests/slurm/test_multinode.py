@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from inferx_core import LaunchSpec, hookimpl
-from inferx_core.config import ServerConfig
+from inferx_core.config.models import ServerConfig
 from inferx_core.errors import UserFacingError
 from inferx_core.executors.multinode import (
     Deployment,
@@ -22,9 +22,9 @@ from inferx_core.executors.multinode import (
     role_launches,
     role_server,
 )
-from inferx_core.metrics import RequestRecord, summarize
-from inferx_core.platform import Platform
-from inferx_core.plugins import get_plugin_manager
+from inferx_core.metrics.summarize import RequestRecord, summarize
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.platform import Platform
 
 MS = 1_000_000
 HOSTS = ["n0", "n1", "n2", "n3", "n4"]
@@ -253,7 +253,7 @@ def test_docs_multinode_examples_are_valid() -> None:
 
     import yaml
 
-    from inferx_core.config import RunConfig
+    from inferx_core.config.models import RunConfig
 
     text = (Path(__file__).parents[2] / "docs" / "multinode.md").read_text(encoding="utf-8")
     blocks = re.findall(r"^```yaml\n(.*?)^```", text, re.S | re.M)

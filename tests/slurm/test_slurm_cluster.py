@@ -25,7 +25,7 @@ import fake_engine
 import psutil
 import pytest
 
-from inferx_core.results import read_result
+from inferx_core.results.files import read_result
 
 pytestmark = pytest.mark.slurm
 
@@ -96,7 +96,7 @@ def job_dirs(out: Path) -> list[Path]:
 
 
 SUBMIT = ("--executor", "slurm", "--gpus-per-node", "0")
-CLI = (sys.executable, "-m", "inferx_core.cli")
+CLI = (sys.executable, "-m", "inferx_core.cli.main")
 
 
 # -- a sweep as a job array -----------------------------------------------------------------------

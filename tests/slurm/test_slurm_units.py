@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 
 from inferx_core import hookimpl
-from inferx_core.config import RunConfig
+from inferx_core.config.models import RunConfig
 from inferx_core.errors import UserFacingError
-from inferx_core.executors import ExecutorError, ExecutorInfo, executors, get_executor
 from inferx_core.executors.jobs import (
     SECRET_ENV_PREFIX,
     JobUnit,
@@ -39,9 +38,10 @@ from inferx_core.executors.slurm import (
     parse_squeue,
     render_script,
 )
-from inferx_core.launch.spec import LaunchSpec, Mount
 from inferx_core.launch.srun import SrunLauncher, srun_argv
-from inferx_core.plugins import get_plugin_manager
+from inferx_core.sdk.executor import ExecutorError, ExecutorInfo, executors, get_executor
+from inferx_core.sdk.launch_spec import LaunchSpec, Mount
+from inferx_core.sdk.manager import get_plugin_manager
 
 SECRET = "hf_unit_secret_value_13"
 
@@ -298,7 +298,7 @@ def test_slurm_is_registered_and_names_are_checked() -> None:
 def inferx(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("INFERX_")}
     return subprocess.run(
-        [sys.executable, "-m", "inferx_core.cli", *args],
+        [sys.executable, "-m", "inferx_core.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -370,8 +370,8 @@ def test_cli_slurm_flags_need_the_slurm_executor(tmp_path: Path) -> None:
 def test_poll_falls_back_to_sacct_then_to_the_jobs_status_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from inferx_core.executors import JobRef, Submission
     from inferx_core.executors.jobs import status_path
+    from inferx_core.sdk.executor import JobRef, Submission
 
     monkeypatch.setattr("inferx_core.executors.slurm._require", lambda command: None)
     logs = tmp_path / "logs"

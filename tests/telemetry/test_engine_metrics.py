@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inferx_core.probes import EngineMetricsMap
+from inferx_core.sdk.probes import EngineMetricsMap
 from inferx_core.telemetry.engine_metrics import map_metrics
 
 VLLM_TEXT = """\

@@ -16,9 +16,9 @@ import psutil
 import pytest
 
 from inferx_core.builtin import host as builtin_host
+from inferx_core.sdk.sampler import Sampler
 from inferx_core.telemetry import host as host_mod
 from inferx_core.telemetry.host import HostSampler
-from inferx_core.telemetry.sampler import Sampler
 
 # A child (busy, or sleeping with argv "idle") that starts a busy grandchild;
 # both stop on their own after 30 s.

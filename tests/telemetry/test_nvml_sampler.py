@@ -8,10 +8,10 @@ import fake_pynvml as fake
 import gpu_sampler_checks as checks
 import pytest
 
-from inferx_core.builtin import nvml as builtin_nvml
-from inferx_core.platform import Accelerator, HostInfo, Platform
-from inferx_core.telemetry.nvml import NvmlReadError, NvmlSampler
-from inferx_core.telemetry.sampler import SamplerUnavailable
+from inferx_core.builtin.nvidia import plugin as builtin_nvml
+from inferx_core.builtin.nvidia.sampler import NvmlReadError, NvmlSampler
+from inferx_core.sdk.platform import Accelerator, HostInfo, Platform
+from inferx_core.sdk.sampler import SamplerUnavailable
 
 KEYS = (
     "power_w",
@@ -236,7 +236,7 @@ def test_hook_returns_a_sampler_for_the_nvidia_gpus_used() -> None:
 
 
 def test_hook_through_the_plugin_manager() -> None:
-    from inferx_core.plugins import get_plugin_manager
+    from inferx_core.sdk.manager import get_plugin_manager
 
     pm = get_plugin_manager(load_entry_points=False)
     platform = Platform(accelerators=(h200(0),))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
+from inferx_core.sdk.sampler import SamplerUnavailable
 from inferx_core.telemetry.recorder import TelemetryRecorder, series_rows
-from inferx_core.telemetry.sampler import SamplerUnavailable
-from inferx_core.telemetry.summary import summarize_prefix
+from inferx_core.telemetry.window import summarize_prefix
 
 
 class CountingSampler:

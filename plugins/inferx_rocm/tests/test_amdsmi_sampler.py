@@ -8,8 +8,8 @@ import fake_amdsmi as fake
 import gpu_sampler_checks as checks
 import pytest
 
-from inferx_core.platform import Accelerator, HostInfo, Platform
-from inferx_core.telemetry.sampler import SamplerUnavailable
+from inferx_core.sdk.platform import Accelerator, HostInfo, Platform
+from inferx_core.sdk.sampler import SamplerUnavailable
 from inferx_rocm import plugin
 from inferx_rocm.sampler import AmdSmiReadError, AmdSmiSampler
 
@@ -300,7 +300,7 @@ def test_hook_returns_a_sampler_for_the_amd_gpus_used() -> None:
 
 
 def test_hook_through_the_plugin_manager() -> None:
-    from inferx_core.plugins import get_plugin_manager
+    from inferx_core.sdk.manager import get_plugin_manager
 
     pm = get_plugin_manager(env={"INFERX_PLUGINS": "rocm"})
     platform = Platform(accelerators=(mi300x(0),))

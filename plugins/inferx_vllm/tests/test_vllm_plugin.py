@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from inferx_core.config import Parallelism, ServerConfig
-from inferx_core.platform import Accelerator, Platform
-from inferx_core.plugins import get_plugin_manager
-from inferx_core.registry import engine_registry
+from inferx_core.config.models import Parallelism, ServerConfig
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.platform import Accelerator, Platform
+from inferx_core.sdk.registries import engine_registry
 from inferx_vllm import plugin
 
 H200x8 = Platform(

@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from inferx_core.analysis.cost import CostOptions, cost_fields
-from inferx_core.analysis.load import LoadedResults, read_jsonl, requests_sidecar
 from inferx_core.analysis.pareto import Frontier
 from inferx_core.analysis.points import INTERACTIVITY, THROUGHPUT
+from inferx_core.results.read import LoadedResults, read_jsonl, requests_sidecar
 
 Better = Literal["higher", "lower"]
 Verdict = Literal["better", "worse", "same", "n/a"]
@@ -157,7 +157,7 @@ def _num(v: Any) -> float | None:
 
 def _per_request_samples(path: Path) -> dict[str, list[float]]:
     from inferx_core.load.records import RequestRecord
-    from inferx_core.metrics import request_metrics
+    from inferx_core.metrics.summarize import request_metrics
 
     out: dict[str, list[float]] = {"ttft": [], "tpot": [], "e2el": []}
     fields = set(RequestRecord.__dataclass_fields__)
@@ -214,8 +214,8 @@ def load_side(
     label: str, paths: Sequence[Path | str], options: CostOptions | None = None
 ) -> SideData:
     """Load one side (folders or files) and build its rows."""
-    from inferx_core.analysis.load import load_results
     from inferx_core.analysis.points import build_rows
+    from inferx_core.results.read import load_results
 
     options = options or CostOptions()
     loaded = load_results(paths)

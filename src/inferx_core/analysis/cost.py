@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from inferx_core.metrics import cost_per_million_tokens, tokens_per_mw
+from inferx_core.metrics.summarize import cost_per_million_tokens, tokens_per_mw
 
 Tier = Literal["owner", "neocloud", "rental"]
 TIERS: tuple[Tier, ...] = ("owner", "neocloud", "rental")

@@ -8,9 +8,9 @@ import socket
 from pathlib import Path
 
 from inferx_core import hookimpl
-from inferx_core.platform import HostInfo, Platform
+from inferx_core.sdk.platform import HostInfo, Platform
+from inferx_core.sdk.sampler import Sampler
 from inferx_core.telemetry.host import HostSampler
-from inferx_core.telemetry.sampler import Sampler
 
 
 def _cpu_model() -> str | None:

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from inferx_core import hookimpl
-from inferx_core.executors import ExecutorInfo
-from inferx_core.launch.launcher import LauncherInfo
+from inferx_core.sdk.executor import ExecutorInfo
+from inferx_core.sdk.launcher import LauncherInfo
 
 
 def _process():  # imported lazily: launching is rare next to listing

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from inferx_core.config import LoadProfile, RunConfig, Workload
+from inferx_core.config.models import LoadProfile, RunConfig, Workload
 from inferx_core.demo.engine import API_SERVER_MODULE, find_engine_python, missing_engine_message
 from inferx_core.demo.tiny_model import build_tiny_model
 from inferx_core.errors import UserFacingError

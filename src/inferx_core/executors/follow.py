@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from inferx_core.executors import Executor, JobStatus, Submission
-from inferx_core.results import result_path
+from inferx_core.results.files import result_path
+from inferx_core.sdk.executor import Executor, JobStatus, Submission
 
 LOG_TAIL_LINES = 25
 

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inferx_core.config import RunConfig
+from inferx_core.config.models import RunConfig
 from inferx_core.errors import UserFacingError
-from inferx_core.redact import REDACTED, redact
-from inferx_core.results import is_complete, utc_now, write_json_atomic
+from inferx_core.results.files import is_complete, utc_now, write_json_atomic
+from inferx_core.sdk.redact import REDACTED, redact
 
 MANIFEST_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -62,7 +62,7 @@ class Plan:
 
 def plan_units(configs: list[RunConfig], output_dir: Path | None) -> Plan:
     """Units for every configuration that still has a point to measure (resume semantics)."""
-    from inferx_core.runner import point_ids, server_id
+    from inferx_core.pipeline.run import point_ids, server_id
 
     plan = Plan()
     seen: set[str] = set()
@@ -104,7 +104,7 @@ def split_secrets(
 ) -> tuple[Any, list[dict[str, Any]]]:
     """``data`` with every secret replaced by ``***`` and where each secret went.
 
-    A secret is whatever :func:`inferx_core.redact.redact` hides (``HF_TOKEN``,
+    A secret is whatever :func:`inferx_core.sdk.redact.redact` hides (``HF_TOKEN``,
     ``*_API_KEY`` keys, ``--api-key`` values, inline ``Authorization:``). Each
     distinct value gets one environment variable name in ``registry`` (value
     JSON -> name); the refs say which path takes which variable.
@@ -168,7 +168,7 @@ def manifest_data(units: list[JobUnit], registry: MutableMapping[str, str]) -> d
                 "secrets": refs,
             }
         )
-    from inferx_core import __version__
+    from inferx_core._version import __version__
 
     return {"manifest_version": MANIFEST_VERSION, "inferx_version": __version__, "jobs": jobs}
 
@@ -201,8 +201,8 @@ def _terminate_as_interrupt(signum: int, frame: Any) -> None:
 
 def run_job(manifest_path: Path, index: int, *, progress: bool = False) -> int:
     """The body of one batch job: run unit ``index`` of the manifest with resume on."""
-    from inferx_core.runner import run_configs
-    from inferx_core.summary import print_summary
+    from inferx_core.pipeline.run import run_configs
+    from inferx_core.report.console import print_summary
 
     manifest_path = Path(manifest_path).resolve()
     manifest = read_manifest(manifest_path)

@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from inferx_core.config import ArgValue, Parallelism, ServerConfig
+from inferx_core.config.models import ArgValue, Parallelism, ServerConfig
 from inferx_core.errors import UserFacingError
 
 if TYPE_CHECKING:
-    from inferx_core.launch.fixes import AppliedFix, FixDecision
-    from inferx_core.launch.spec import LaunchSpec
-    from inferx_core.platform import Platform
-    from inferx_core.plugins import InferxPluginManager
+    from inferx_core.sdk.fixes import AppliedFix, FixDecision
+    from inferx_core.sdk.launch_spec import LaunchSpec
+    from inferx_core.sdk.manager import InferxPluginManager
+    from inferx_core.sdk.platform import Platform
 
 Role = Literal["prefill", "decode", "both", "router"]
 ENGINE_ROLES: tuple[Role, ...] = ("prefill", "decode", "both")
@@ -143,7 +143,7 @@ class GpuAccounting:
     num_decode_gpus: int | None = None
 
     def summarize_kwargs(self) -> dict[str, int]:
-        """Keyword arguments for :func:`inferx_core.metrics.summarize`.
+        """Keyword arguments for :func:`inferx_core.metrics.summarize.summarize`.
 
         Disaggregated: output throughput per decode GPU, input per prefill
         GPU, total per (prefill + decode) GPU (InferenceX); the router counts
@@ -280,8 +280,8 @@ def role_launches(
     hosts: list[str],
 ) -> list[RoleLaunch]:
     """Every process of the deployment with its role-aware LaunchSpec, router last."""
-    from inferx_core.launch.fixes import FixContext, apply_fixes
-    from inferx_core.registry import engine_registry, fix_catalogue
+    from inferx_core.sdk.fixes import FixContext, apply_fixes
+    from inferx_core.sdk.registries import engine_registry, fix_catalogue
 
     entry = engine_registry(pm).get(base.engine)
     placements = place(deployment, base, hosts)

@@ -32,13 +32,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from inferx_core.executors import (
-    ExecutorError,
-    JobRef,
-    JobState,
-    JobStatus,
-    Submission,
-)
 from inferx_core.executors.jobs import (
     MANIFEST_NAME,
     SUBMISSION_NAME,
@@ -52,8 +45,15 @@ from inferx_core.executors.jobs import (
     secret_environment,
 )
 from inferx_core.launch.process import tail_lines
-from inferx_core.redact import redact_text
-from inferx_core.results import write_json_atomic
+from inferx_core.results.files import write_json_atomic
+from inferx_core.sdk.executor import (
+    ExecutorError,
+    JobRef,
+    JobState,
+    JobStatus,
+    Submission,
+)
+from inferx_core.sdk.redact import redact_text
 
 NAME = "slurm"
 #: Where the srun launcher reads extra pyxis mounts from inside the job.
@@ -150,7 +150,7 @@ def default_inferx_command() -> list[str]:
     script = Path(sys.executable).parent / "inferx"
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
-    return [sys.executable, "-m", "inferx_core.cli"]
+    return [sys.executable, "-m", "inferx_core.cli.main"]
 
 
 @dataclass
@@ -203,7 +203,7 @@ def render_script(
     secret_names: Sequence[str] = (),
 ) -> str:
     """The batch script for one group of units (inspectable; holds no secret)."""
-    from inferx_core import __version__
+    from inferx_core._version import __version__
 
     manifest = job_dir / MANIFEST_NAME
     command = opts.inferx_command or default_inferx_command()

@@ -26,7 +26,7 @@ from inferx_core.launch.process import (
     resolve_run_dir,
     write_run_files,
 )
-from inferx_core.launch.spec import LaunchSpec
+from inferx_core.sdk.launch_spec import LaunchSpec
 
 #: Where the run folder appears inside the container.
 CONTAINER_RUN_DIR = "/inferx/run"

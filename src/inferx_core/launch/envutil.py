@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping
 
-from inferx_core.launch.spec import LaunchSpec
+from inferx_core.sdk.launch_spec import LaunchSpec
 
 
 def unset_matches(name: str, patterns: tuple[str, ...]) -> bool:

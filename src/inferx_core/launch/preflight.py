@@ -17,8 +17,8 @@ from typing import Any
 
 from inferx_core.errors import UserFacingError
 from inferx_core.launch.process import port_is_free
-from inferx_core.launch.spec import LaunchSpec, PreflightWait
-from inferx_core.platform import Platform
+from inferx_core.sdk.launch_spec import LaunchSpec, PreflightWait
+from inferx_core.sdk.platform import Platform
 
 POLL_S = 1.0
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.launch.envutil import engine_environment
-from inferx_core.launch.spec import LaunchSpec
+from inferx_core.sdk.launch_spec import LaunchSpec
 
 LOG_NAME = "engine.log"
 #: Stands for the run folder in ``LaunchSpec.argv`` and ``env`` values (see module doc).

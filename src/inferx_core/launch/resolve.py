@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inferx_core.config import ServerConfig
+from inferx_core.config.models import ServerConfig
 from inferx_core.errors import UserFacingError
-from inferx_core.launch.fixes import AppliedFix, FixContext, FixDecision, apply_fixes
-from inferx_core.launch.spec import LaunchSpec
-from inferx_core.platform import Platform
-from inferx_core.plugins import InferxPluginManager
-from inferx_core.registry import engine_registry, fix_catalogue
+from inferx_core.sdk.fixes import AppliedFix, FixContext, FixDecision, apply_fixes
+from inferx_core.sdk.launch_spec import LaunchSpec
+from inferx_core.sdk.manager import InferxPluginManager
+from inferx_core.sdk.platform import Platform
+from inferx_core.sdk.registries import engine_registry, fix_catalogue
 
 
 @dataclass(frozen=True)

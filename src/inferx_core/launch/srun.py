@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.launch.process import LOG_NAME, ProcessHandle, ProcessLauncher, resolve_run_dir
-from inferx_core.launch.spec import LaunchSpec
+from inferx_core.sdk.launch_spec import LaunchSpec
 
 #: Extra pyxis mounts (``SRC:DST[:ro],...``) set by the slurm executor's batch script.
 CONTAINER_MOUNTS_ENV = "INFERX_CONTAINER_MOUNTS"

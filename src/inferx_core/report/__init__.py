@@ -1,7 +1,7 @@
 """Reports people read: a terminal table, a CSV of every point, PNG plots, one HTML page.
 
 :func:`write_report` is the Python API of ``inferx report``. It reads every
-result under the given folders (merged, see :mod:`inferx_core.analysis.load`),
+result under the given folders (merged, see :mod:`inferx_core.results.read`),
 builds one row per point (:func:`inferx_core.analysis.points.build_rows`) and
 writes into ``output``:
 
@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.analysis.cost import CostOptions
-from inferx_core.analysis.load import LoadedResults, load_results, read_jsonl, telemetry_sidecar
 from inferx_core.analysis.points import build_rows
 from inferx_core.report import html as html_page
 from inferx_core.report.table import write_csv
+from inferx_core.results.read import LoadedResults, load_results, read_jsonl, telemetry_sidecar
 
 __all__ = ["ReportFiles", "report_notes", "write_report"]
 

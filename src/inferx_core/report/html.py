@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.report.table import SUMMARY_COLUMNS, summary_cells
-from inferx_core.results import utc_now
+from inferx_core.results.files import utc_now
 
 _CSS = """
 body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px;

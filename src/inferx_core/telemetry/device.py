@@ -34,7 +34,7 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from inferx_core.telemetry.sampler import SamplerUnavailable
+from inferx_core.sdk.sampler import SamplerUnavailable
 
 MIB = 1024 * 1024
 

@@ -3,7 +3,7 @@
 Pure functions, no I/O. A *series* is one sampler's readings in time order:
 a sequence of ``(t_ns, {metric: value})`` where ``t_ns`` comes from
 ``time.perf_counter_ns`` (the load window's clock) and metric names follow
-:mod:`inferx_core.telemetry.sampler` (``gpu.<i>.power_w``,
+:mod:`inferx_core.sdk.sampler` (``gpu.<i>.power_w``,
 ``gpu.<i>.energy_j``, ``cpu.package<n>.energy_j``).
 
 Method (DOMAIN.md section 4): integrate sampled power by the trapezoid rule

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from inferx_core.probes import EngineMetricsMap
-from inferx_core.telemetry.sampler import SamplerUnavailable
+from inferx_core.sdk.probes import EngineMetricsMap
+from inferx_core.sdk.sampler import SamplerUnavailable
 
 _FIELDS = {
     "kv_cache_usage": "engine.kv_cache_usage",

@@ -1,6 +1,6 @@
 """Host telemetry: CPU and memory load, the engine's process tree, CPU package energy (RAPL).
 
-Metric names follow :mod:`inferx_core.telemetry.sampler`: ``host.cpu_percent``
+Metric names follow :mod:`inferx_core.sdk.sampler`: ``host.cpu_percent``
 (system-wide, 0..100), ``host.mem_used_mib``, ``host.engine_cpu_percent``
 (sum over the engine process and all its descendants; 100 = one core busy,
 so up to 100 x cores), ``host.engine_rss_mib`` (RSS summed over the tree;

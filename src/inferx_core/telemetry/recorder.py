@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from inferx_core.telemetry.sampler import Sampler, SamplerUnavailable
+from inferx_core.sdk.sampler import Sampler, SamplerUnavailable
 
 MIN_INTERVAL_S = 0.01
 

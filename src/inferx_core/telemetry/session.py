@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from inferx_core.platform import Platform
+from inferx_core.sdk.platform import Platform
+from inferx_core.sdk.sampler import Sampler
 from inferx_core.telemetry.energy import cpu_energy, gpu_energy
 from inferx_core.telemetry.recorder import TelemetryRecorder
-from inferx_core.telemetry.sampler import Sampler
-from inferx_core.telemetry.summary import summarize_prefix
+from inferx_core.telemetry.window import summarize_prefix
 
 NO_GPU = "no supported GPU"
 

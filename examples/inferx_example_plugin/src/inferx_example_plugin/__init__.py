@@ -19,8 +19,8 @@ from inferx_core import (
     ReadinessProbe,
     hookimpl,
 )
-from inferx_core.config import ServerConfig
-from inferx_core.platform import Accelerator, Platform, PlatformNote
+from inferx_core.config.models import ServerConfig
+from inferx_core.sdk.platform import Accelerator, Platform, PlatformNote
 
 ENGINE = "example-tpu"
 

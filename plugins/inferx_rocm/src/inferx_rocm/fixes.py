@@ -15,10 +15,10 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from inferx_core.fixes.common import checked_plugin_options
-from inferx_core.launch.fixes import Fix, FixContext, FixVerdict
-from inferx_core.launch.spec import LaunchSpec, PreflightWait
-from inferx_core.platform import Accelerator
+from inferx_core.sdk.fix_helpers import checked_plugin_options
+from inferx_core.sdk.fixes import Fix, FixContext, FixVerdict
+from inferx_core.sdk.launch_spec import LaunchSpec, PreflightWait
+from inferx_core.sdk.platform import Accelerator
 from inferx_rocm.smi import bare_arch
 
 PLUGIN_OPTIONS_KEY = "rocm"

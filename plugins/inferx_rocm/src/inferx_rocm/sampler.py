@@ -1,5 +1,5 @@
 """AMD GPU telemetry through amdsmi, named by the vendor-neutral scheme of
-:mod:`inferx_core.telemetry.sampler` so energy is computed exactly as for NVIDIA.
+:mod:`inferx_core.sdk.sampler` so energy is computed exactly as for NVIDIA.
 
 One reading per GPU:
 
@@ -37,6 +37,7 @@ from collections.abc import Callable, Container, Iterable
 from types import ModuleType
 from typing import Any
 
+from inferx_core.sdk.sampler import SamplerUnavailable
 from inferx_core.telemetry.device import (
     MIB,
     Device,
@@ -45,7 +46,6 @@ from inferx_core.telemetry.device import (
     Metric,
     Reader,
 )
-from inferx_core.telemetry.sampler import SamplerUnavailable
 from inferx_rocm import smi as smi_lib
 
 __all__ = ["MIB", "AmdSmiReadError", "AmdSmiSampler"]
@@ -151,7 +151,7 @@ _METRICS: tuple[Metric, ...] = (
 class AmdSmiSampler(DeviceSampler):
     """Samples the given AMD GPU indices (and only those) through amdsmi.
 
-    Attributes as :class:`~inferx_core.telemetry.nvml.NvmlSampler`'s:
+    Attributes as :class:`~inferx_core.builtin.nvidia.sampler.NvmlSampler`'s:
     ``gpu_ids``, ``interval_s``, ``notes``, ``last_errors``, ``lost_gpus``,
     ``unsupported`` (index -> metric names reported None).
     """

@@ -39,16 +39,16 @@ from inferx_core import (
     ReadinessProbe,
     hookimpl,
 )
-from inferx_core.config import ServerConfig
-from inferx_core.engine_helpers import (
+from inferx_core.config.models import ServerConfig
+from inferx_core.errors import UserFacingError
+from inferx_core.sdk.helpers import (
     default_gpu_ids,
     plugin_options,
     port_free_wait,
     set_flag,
     tiny_completion_probe,
 )
-from inferx_core.errors import UserFacingError
-from inferx_core.platform import Platform
+from inferx_core.sdk.platform import Platform
 
 ENGINE = "sglang"
 DEFAULT_EXECUTABLE = ("python3", "-m", "sglang.launch_server")

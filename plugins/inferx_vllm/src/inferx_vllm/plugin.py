@@ -15,9 +15,9 @@ from inferx_core import (
     ReadinessProbe,
     hookimpl,
 )
-from inferx_core.config import ServerConfig
-from inferx_core.engine_helpers import default_gpu_ids, port_free_wait, tiny_completion_probe
-from inferx_core.platform import Platform
+from inferx_core.config.models import ServerConfig
+from inferx_core.sdk.helpers import default_gpu_ids, port_free_wait, tiny_completion_probe
+from inferx_core.sdk.platform import Platform
 
 ENGINE = "vllm"
 DEFAULT_EXECUTABLE = ("vllm", "serve")

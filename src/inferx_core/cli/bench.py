@@ -1,0 +1,163 @@
+"""``inferx bench``: benchmark a server that is already running."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def _csv(kind: type) -> Any:
+    def parse(text: str) -> list:
+        try:
+            return [kind(item) for item in text.split(",") if item.strip()]
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {kind.__name__}s") from exc
+
+    return parse
+
+
+def _slo(text: str) -> dict[str, float]:
+    out = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"--slo wants key=value pairs, got {item!r}")
+        try:
+            out[key.strip()] = float(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"--slo {key}: {value!r} is not a number") from exc
+    return out
+
+
+def register_command(sub: Any) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="benchmark an OpenAI-compatible server that is already running",
+        description="Drive a running server with streaming requests and write one result "
+        "per load point. Flags override the config file.",
+    )
+    p.add_argument("config", nargs="?", help="bench config (YAML/JSON with base_url:)")
+    p.add_argument("--base-url", help="e.g. http://127.0.0.1:8000")
+    p.add_argument("--model", help="served model name (default: first of /v1/models)")
+    p.add_argument("--name", help="label used in result ids")
+    p.add_argument("--api", choices=("completions", "chat"))
+    p.add_argument("--isl", type=int, help="input length (tokens)")
+    p.add_argument("--osl", type=int, help="output length (tokens)")
+    p.add_argument("--range-ratio", type=float)
+    p.add_argument("--range-semantics", choices=("inferencex", "vllm", "sglang", "fixed"))
+    p.add_argument("--workload", choices=("random", "lognormal", "dataset"), dest="kind")
+    p.add_argument("--dataset", help="JSONL prompts file (with --workload dataset)")
+    p.add_argument("--tokenizer", help="local tokenizer.json when the server has no /tokenize")
+    p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop early")
+    p.add_argument("--seed", type=int)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--concurrency", type=_csv(int), help="closed loop levels, e.g. 1,4,16")
+    mode.add_argument("--request-rate", type=_csv(float), help="open loop rates (req/s)")
+    p.add_argument("--arrival", choices=("poisson", "constant"))
+    p.add_argument("--max-concurrency", type=int, help="cap for open loop")
+    p.add_argument("--num-prompts", type=int)
+    p.add_argument("--duration", type=float, help="seconds; stop dispatching after")
+    p.add_argument("--warmup", type=int, help="warmup requests (default: one per slot)")
+    p.add_argument("--timeout", type=float, help="per-request timeout (s)")
+    p.add_argument("--slo", type=_slo, help="e.g. ttft_ms=500,tpot_ms=30")
+    p.add_argument("--num-gpus", type=int, help="GPUs behind the server (per-GPU throughput)")
+    p.add_argument("--gpus", type=_csv(int), help="local GPUs to sample (default: all visible)")
+    p.add_argument("--engine", help="engine behind the server (to scrape its /metrics)")
+    p.add_argument("--no-telemetry", action="store_true", help="do not sample power/host/metrics")
+    p.add_argument("--percentiles", type=_csv(float), help="default 50,90,99,99.9")
+    p.add_argument("--output", help="results folder (default results/)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(handler=cmd_bench)
+
+
+def bench_config_from_args(args: argparse.Namespace) -> Any:
+    from inferx_core.config.loader import load_config
+    from inferx_core.config.models import BenchConfig
+    from inferx_core.errors import UserFacingError
+
+    data: dict[str, Any] = {}
+    if args.config:
+        loaded = load_config(args.config)
+        if not isinstance(loaded, BenchConfig):
+            raise UserFacingError(
+                f"{args.config} is a run config (engine:); `inferx bench` needs base_url:. "
+                "Use `inferx run` to launch an engine."
+            )
+        data = loaded.model_dump(exclude_unset=True)
+    workload = data.setdefault("workload", {})
+    load = data.setdefault("load", {})
+    for flag, key in (
+        ("base_url", "base_url"),
+        ("model", "model"),
+        ("name", "name"),
+        ("num_gpus", "num_gpus"),
+        ("percentiles", "percentiles"),
+        ("output", "output_dir"),
+    ):
+        if getattr(args, flag) is not None:
+            data[key] = getattr(args, flag)
+    for flag, key in (
+        ("api", "api"),
+        ("isl", "isl"),
+        ("osl", "osl"),
+        ("range_ratio", "range_ratio"),
+        ("range_semantics", "range_semantics"),
+        ("kind", "kind"),
+        ("dataset", "dataset"),
+        ("tokenizer", "tokenizer"),
+        ("seed", "seed"),
+    ):
+        if getattr(args, flag) is not None:
+            workload[key] = getattr(args, flag)
+    if args.no_telemetry:
+        data["telemetry"] = False
+    if args.no_ignore_eos:
+        workload["ignore_eos"] = False
+    if args.concurrency is not None:
+        load["concurrency"], load["request_rate"] = args.concurrency, None
+    if args.request_rate is not None:
+        load["request_rate"], load["concurrency"] = args.request_rate, None
+    for flag, key in (
+        ("arrival", "arrival"),
+        ("max_concurrency", "max_concurrency"),
+        ("num_prompts", "num_prompts"),
+        ("duration", "duration_s"),
+        ("warmup", "warmup"),
+        ("timeout", "request_timeout_s"),
+    ):
+        if getattr(args, flag) is not None:
+            load[key] = getattr(args, flag)
+    if args.slo:
+        data["slo"] = {**data.get("slo", {}), **args.slo}
+    if "base_url" not in data:
+        raise UserFacingError("give --base-url URL (or a config file with base_url:)")
+    from pydantic import ValidationError
+
+    from inferx_core.config.loader import ConfigError, format_validation_error
+
+    try:
+        return BenchConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(
+            args.config or "command line", format_validation_error(exc, BenchConfig, {})
+        ) from None
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    import json
+    import sys
+
+    from inferx_core.pipeline.point import run_bench
+    from inferx_core.report.console import print_summary
+
+    config = bench_config_from_args(args)
+    outcomes = run_bench(config, progress=False if args.no_progress else None)
+    results = [o.result for o in outcomes]
+    if args.json:
+        sys.stdout.write(json.dumps(results, indent=2, allow_nan=False) + "\n")
+    else:
+        print_summary(results, title=f"inferx bench {config.base_url}")
+        if config.output_dir:
+            print(f"results: {config.output_dir}/")
+    return 0 if all(o.status == "ok" for o in outcomes) else 1

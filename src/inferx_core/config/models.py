@@ -1,0 +1,307 @@
+"""Run and sweep configuration (pydantic v2): strict, defaulted, loadable from YAML/JSON.
+
+A minimal run config is two lines::
+
+    engine: vllm
+    model: meta-llama/Llama-3.1-8B-Instruct
+
+Unknown keys are errors; :func:`inferx_core.config.loader.load_config`
+reports the file, the field path and what is allowed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+from inferx_core.config.sweep import ConcurrencyRange, Precision
+
+RangeSemantics = Literal["inferencex", "vllm", "sglang", "fixed"]
+ApiKind = Literal["completions", "chat"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class Parallelism(_Strict):
+    """How the model is split over GPUs. GPUs used = tp x pp x dp (see ``gpus``)."""
+
+    tp: int = Field(default=1, ge=1, description="Tensor parallel size")
+    pp: int = Field(default=1, ge=1, description="Pipeline parallel size")
+    dp: int = Field(default=1, ge=1, description="Data parallel size")
+    ep: int | None = Field(default=None, ge=1, description="Expert parallel size (MoE)")
+    expert_parallel: bool = Field(default=False, description="Enable expert parallelism")
+    dp_attention: bool = Field(default=False, description="SGLang DP attention")
+
+    @property
+    def gpus(self) -> int:
+        """GPUs one server uses: tp x pp x dp, except DP attention (SGLang), whose
+        data-parallel attention ranks live inside the tensor-parallel group."""
+        if self.dp_attention:
+            return self.tp * self.pp
+        return self.tp * self.pp * self.dp
+
+
+ArgValue = str | int | float | bool | list[str] | None
+
+
+class ServerConfig(_Strict):
+    """One engine server: what to launch and how. Launched once for all its load points."""
+
+    engine: str = Field(description="Engine name registered by a plugin (see `inferx plugins`)")
+    model: str = Field(min_length=1, description="Model id or local path")
+    served_model_name: str | None = Field(
+        default=None, description="Name the server exposes; defaults to the model"
+    )
+    parallelism: Parallelism = Field(default_factory=Parallelism)
+    max_model_len: int | None = Field(default=None, ge=1)
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    kv_cache_dtype: str | None = None
+    prefix_caching: bool = Field(
+        default=False, description="Off by default: random prompts must not hit a cache"
+    )
+    dtype: str | None = None
+    engine_args: dict[str, ArgValue] = Field(
+        default_factory=dict,
+        description="Extra engine flags: {'enforce-eager': true, 'max-num-batched-tokens': 8192}",
+    )
+    extra_argv: list[str] = Field(default_factory=list, description="Raw extra arguments")
+    engine_env: dict[str, str] = Field(default_factory=dict)
+    executable: list[str] | None = Field(
+        default=None,
+        description="argv prefix that starts the engine, e.g. ['/opt/venv/bin/python', '-m', "
+        "'vllm.entrypoints.openai.api_server']; default: the plugin's",
+    )
+    image: str | None = Field(default=None, description="Container image (docker launcher)")
+    launcher: str = Field(default="process", description="Launcher name (see `inferx plugins`)")
+    host: str = "127.0.0.1"
+    port: int | None = Field(default=None, ge=1, le=65535, description="None: pick a free port")
+    gpu_ids: list[int] | None = Field(default=None, description="None: the first tp*pp*dp GPUs")
+    disable_fixes: list[str] = Field(default_factory=list, description="Fix ids not to apply")
+    readiness_timeout_s: float = Field(default=1800.0, gt=0)
+    stop_grace_s: float = Field(default=30.0, ge=0)
+    plugin_options: dict[str, Any] = Field(
+        default_factory=dict, description="Engine-plugin specific settings"
+    )
+    telemetry_intervals: dict[str, float] = Field(
+        default_factory=dict,
+        description="Sampler name -> interval s (default nvml 0.5, host 1.0, engine_metrics 1.0)",
+    )
+
+    @property
+    def name_served(self) -> str:
+        return self.served_model_name or self.model
+
+    @property
+    def num_gpus(self) -> int:
+        return self.parallelism.gpus
+
+
+class LognormalMix(_Strict):
+    """Production-like lengths: log-normal, clipped. Defaults: inputs mostly 128-512."""
+
+    input_median: float = Field(default=256, gt=0)
+    input_sigma: float = Field(default=0.7, ge=0)
+    input_min: int = Field(default=16, ge=1)
+    input_max: int = Field(default=4096, ge=1)
+    output_median: float = Field(default=128, gt=0)
+    output_sigma: float = Field(default=0.5, ge=0)
+    output_min: int = Field(default=8, ge=1)
+    output_max: int = Field(default=1024, ge=1)
+
+    @model_validator(mode="after")
+    def _bounds_ordered(self) -> LognormalMix:
+        for side in ("input", "output"):
+            low, high = getattr(self, f"{side}_min"), getattr(self, f"{side}_max")
+            if low > high:
+                raise ValueError(f"{side}_min ({low}) must be <= {side}_max ({high})")
+        return self
+
+
+class Workload(_Strict):
+    """What each request asks for."""
+
+    api: ApiKind = "completions"
+    kind: Literal["random", "lognormal", "dataset"] = "random"
+    isl: int = Field(default=1024, ge=1, description="Input sequence length (tokens)")
+    osl: int = Field(default=1024, ge=1, description="Output sequence length (tokens)")
+    range_ratio: float = Field(default=0.8, ge=0, le=1)
+    range_semantics: RangeSemantics = Field(
+        default="inferencex",
+        description="inferencex: uniform [floor(r*L), L]; vllm: [L(1-r), L(1+r)]; "
+        "sglang: [L*r, L]; fixed: exactly L",
+    )
+    lognormal: LognormalMix = Field(default_factory=LognormalMix)
+    dataset: Path | None = Field(default=None, description="JSONL file of prompts (kind=dataset)")
+    ignore_eos: bool = True
+    seed: int = 0
+    tokenizer: Path | None = Field(
+        default=None, description="Local tokenizer.json used when the server has no /tokenize"
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Workload:
+        if self.kind == "dataset" and self.dataset is None:
+            raise ValueError("kind 'dataset' needs 'dataset: path/to/prompts.jsonl'")
+        if self.range_semantics == "vllm" and self.range_ratio >= 1:
+            raise ValueError(
+                "range_semantics 'vllm' draws from [L(1-r), L(1+r)] and needs range_ratio < 1"
+            )
+        return self
+
+
+class LoadProfile(_Strict):
+    """How hard to push: closed loop over concurrencies, or open loop at a rate."""
+
+    concurrency: list[int] | None = Field(
+        default=None, description="Closed loop: max concurrency levels, one load point each"
+    )
+    request_rate: list[float] | None = Field(
+        default=None, description="Open loop: requests/s, one load point each"
+    )
+    arrival: Literal["poisson", "constant"] = "poisson"
+    max_concurrency: int | None = Field(default=None, ge=1, description="Cap for open loop")
+    num_prompts: int | None = Field(default=None, ge=1)
+    prompts_per_concurrency: int = Field(
+        default=10, ge=1, description="num_prompts default = this x concurrency (InferenceX)"
+    )
+    duration_s: float | None = Field(default=None, gt=0, description="Stop dispatching after")
+    warmup: int | None = Field(
+        default=None, ge=0, description="Warmup requests; default: one per concurrent slot"
+    )
+    request_timeout_s: float = Field(default=600.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> LoadProfile:
+        if self.concurrency is not None and self.request_rate is not None:
+            raise ValueError("give either 'concurrency' (closed loop) or 'request_rate', not both")
+        if self.concurrency is None and self.request_rate is None:
+            self.concurrency = [1]
+        for c in self.concurrency or []:
+            if c < 1:
+                raise ValueError(f"concurrency levels must be >= 1, got {c}")
+        for r in self.request_rate or []:
+            if r <= 0:
+                raise ValueError(f"request rates must be > 0, got {r}")
+        return self
+
+
+class SLO(_Strict):
+    """Service-level objectives for goodput: a request is good when it meets every one given."""
+
+    ttft_ms: float | None = Field(default=None, gt=0)
+    tpot_ms: float | None = Field(default=None, gt=0)
+    itl_ms: float | None = Field(default=None, gt=0)
+    e2el_ms: float | None = Field(default=None, gt=0)
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+class HardwareCost(_Strict):
+    """Price and power per GPU; None falls back to the built-in table for ``gpu_type``."""
+
+    gpu_type: str | None = Field(default=None, description="H100, H200, B200, MI300X, ...")
+    tier: Literal["owner", "neocloud", "rental"] = "owner"
+    usd_per_gpu_hour: float | None = Field(default=None, gt=0)
+    kw_per_gpu: float | None = Field(default=None, gt=0)
+
+
+class RunConfig(ServerConfig):
+    """One server plus the workload and load points to run against it."""
+
+    name: str | None = Field(default=None, description="Label used in result ids")
+    workload: Workload = Field(default_factory=Workload)
+    load: LoadProfile = Field(default_factory=LoadProfile)
+    slo: SLO = Field(default_factory=SLO)
+    cost: HardwareCost = Field(default_factory=HardwareCost)
+    output_dir: Path = Path("results")
+
+    def server(self) -> ServerConfig:
+        fields = set(ServerConfig.model_fields)
+        return ServerConfig(**{k: v for k, v in self if k in fields})
+
+
+class Scenario(_Strict):
+    """An ISL/OSL pair with a name (InferenceX: chat 1k/1k, reasoning 1k/8k, summarize 8k/1k)."""
+
+    name: str
+    isl: int = Field(ge=1)
+    osl: int = Field(ge=1)
+
+
+class SweepMatrix(_Strict):
+    """Axes to cross; each non-empty list multiplies the points."""
+
+    engine: list[str] = Field(default_factory=list)
+    model: list[str] = Field(default_factory=list)
+    tp: list[PositiveInt] = Field(default_factory=list)
+    dp: list[PositiveInt] = Field(default_factory=list)
+    ep: list[PositiveInt] = Field(default_factory=list)
+    kv_cache_dtype: list[str] = Field(default_factory=list)
+    precision: list[Precision] = Field(
+        default_factory=list,
+        description="Precisions to cross: {name, dtype, quantization, kv_cache_dtype}",
+    )
+    scenarios: list[Scenario] = Field(default_factory=list)
+    concurrency: list[PositiveInt] = Field(default_factory=list)
+    concurrency_range: ConcurrencyRange | None = Field(
+        default=None,
+        description="Geometric levels {start, stop, factor: 2}; merged with concurrency",
+    )
+
+
+class SweepConfig(_Strict):
+    """A base run crossed with a matrix of variations."""
+
+    base: RunConfig
+    matrix: SweepMatrix = Field(default_factory=SweepMatrix)
+
+    def expand(self) -> list[RunConfig]:
+        """One RunConfig per server configuration x precision x scenario (load levels inside)."""
+        from inferx_core.config.sweep import expand_sweep
+
+        return expand_sweep(self.base, self.matrix)
+
+
+class BenchConfig(_Strict):
+    """A benchmark against a server that is already running (``inferx bench``)."""
+
+    base_url: str = Field(pattern=r"^https?://", description="e.g. http://127.0.0.1:8000")
+    model: str | None = Field(default=None, description="Served model name; None: ask /v1/models")
+    name: str | None = Field(default=None, description="Label used in result ids")
+    workload: Workload = Field(default_factory=Workload)
+    load: LoadProfile = Field(default_factory=LoadProfile)
+    slo: SLO = Field(default_factory=SLO)
+    cost: HardwareCost = Field(default_factory=HardwareCost)
+    num_gpus: int | None = Field(
+        default=None, ge=1, description="GPUs behind the server, for per-GPU throughput"
+    )
+    percentiles: list[float] = Field(default_factory=lambda: [50.0, 90.0, 99.0, 99.9])
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Extra HTTP headers (e.g. Authorization); redacted"
+    )
+    engine: str | None = Field(
+        default=None, description="Engine behind the server, to scrape its /metrics by name"
+    )
+    gpus: list[int] | None = Field(
+        default=None,
+        description="Local GPUs to sample (the client often runs on the node); None: all visible",
+    )
+    telemetry: bool = Field(default=True, description="Sample power, host and engine metrics")
+    telemetry_intervals: dict[str, float] = Field(
+        default_factory=dict, description="Sampler name -> interval s, e.g. {nvml: 0.1}"
+    )
+    output_dir: Path | None = Path("results")
+
+
+def is_sweep(data: dict[str, Any]) -> bool:
+    return isinstance(data, dict) and "base" in data
+
+
+def is_bench(data: dict[str, Any]) -> bool:
+    return isinstance(data, dict) and "base_url" in data and "engine" not in data

@@ -1,0 +1,303 @@
+"""Sweep matrices: expansion into server configurations, concurrency ranges, filters.
+
+A sweep crosses a base run with axes (engines x models x precision x
+parallelism x ISL/OSL scenarios); each combination is one server
+configuration (one :class:`~inferx_core.config.models.RunConfig`, launched once for
+all its load points) and the concurrency levels stay inside it as load
+points. Concurrency is a list, a geometric range, or both (merged)::
+
+    matrix:
+      engine: [vllm, sglang]
+      tp: [1, 2, 4, 8]
+      precision:
+        - {name: bf16, dtype: bfloat16}
+        - {name: fp8, quantization: fp8, kv_cache_dtype: fp8}
+      scenarios:
+        - {name: chat, isl: 1024, osl: 1024}
+      concurrency_range: {start: 4, stop: 256, factor: 2}   # 4, 8, ..., 256
+
+A precision's ``quantization`` becomes the engine flag ``--quantization``
+(``engine_args.quantization``; vLLM and SGLang both take it) and its name is
+appended to the run name, as a scenario's is, so point ids stay readable and
+unique. Two combinations that would write the same point id are an error.
+
+This module imports only pydantic at load; it never imports ``config`` at
+module level (``config`` imports the two models defined here).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from inferx_core.errors import UserFacingError
+
+if TYPE_CHECKING:
+    from inferx_core.config.models import RunConfig
+
+__all__ = [
+    "ConcurrencyRange",
+    "Precision",
+    "SweepError",
+    "count_points",
+    "expand_sweep",
+    "filter_runs",
+    "geometric_range",
+    "scenario_matches",
+]
+
+MAX_RANGE_POINTS = 64
+
+
+class SweepError(UserFacingError, ValueError):
+    """A sweep that cannot be expanded (e.g. two combinations share a point id)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+def geometric_range(start: int, stop: int, factor: float = 2) -> list[int]:
+    """``start, start*factor, start*factor**2, ...`` up to and including ``stop``.
+
+    Values are rounded to integers and deduplicated; ``stop`` is included
+    only when the progression reaches it (4..100 by 2 is 4, 8, 16, 32, 64).
+
+    >>> geometric_range(4, 256)
+    [4, 8, 16, 32, 64, 128, 256]
+    """
+    if isinstance(start, bool) or isinstance(stop, bool):
+        raise ValueError("start and stop must be integers")
+    if int(start) != start or int(stop) != stop:
+        raise ValueError(f"start and stop must be integers, got {start!r} and {stop!r}")
+    start, stop = int(start), int(stop)
+    if start < 1:
+        raise ValueError(f"start must be >= 1, got {start}")
+    if stop < start:
+        raise ValueError(f"stop ({stop}) must be >= start ({start})")
+    if not math.isfinite(factor) or factor <= 1:
+        raise ValueError(f"factor must be > 1, got {factor!r}")
+    out: list[int] = []
+    k = 0
+    while True:
+        # Exact integer powers where possible (no drift for factor 2, 4, ...).
+        value = start * factor**k
+        level = round(value)
+        if level > stop:
+            break
+        if not out or level != out[-1]:
+            out.append(level)
+        if len(out) > MAX_RANGE_POINTS:
+            raise ValueError(
+                f"range {start}..{stop} by {factor} has more than {MAX_RANGE_POINTS} levels"
+            )
+        k += 1
+    return out
+
+
+class ConcurrencyRange(_Strict):
+    """A geometric range of concurrency levels: start, start*factor, ... <= stop."""
+
+    start: int = Field(ge=1, description="First level")
+    stop: int = Field(ge=1, description="Last level allowed (included when reached)")
+    factor: float = Field(default=2, gt=1, description="Multiplier between levels")
+
+    @model_validator(mode="after")
+    def _valid(self) -> ConcurrencyRange:
+        self.levels()  # raises ValueError with the reason
+        return self
+
+    def levels(self) -> list[int]:
+        return geometric_range(self.start, self.stop, self.factor)
+
+
+class Precision(_Strict):
+    """One precision setting: weights dtype, quantization method, KV-cache dtype."""
+
+    name: str = Field(min_length=1, description="Label used in run names and point ids")
+    dtype: str | None = Field(default=None, description="Activation/weight dtype (--dtype)")
+    quantization: str | None = Field(
+        default=None, description="Quantization method, passed as engine_args.quantization"
+    )
+    kv_cache_dtype: str | None = Field(default=None, description="KV-cache dtype")
+
+    def apply(self, data: dict[str, Any]) -> None:
+        """Set this precision on a RunConfig dump (in place)."""
+        if self.dtype is not None:
+            data["dtype"] = self.dtype
+        if self.kv_cache_dtype is not None:
+            data["kv_cache_dtype"] = self.kv_cache_dtype
+        if self.quantization is not None:
+            data.setdefault("engine_args", {})["quantization"] = self.quantization
+
+
+def _join_name(data: dict[str, Any], label: str) -> None:
+    data["name"] = "-".join(filter(None, [data.get("name"), label]))
+
+
+def _concurrency_levels(matrix: Any) -> list[int]:
+    levels = set(getattr(matrix, "concurrency", None) or [])
+    rng = getattr(matrix, "concurrency_range", None)
+    if rng is not None:
+        levels.update(rng.levels())
+    return sorted(levels)
+
+
+def expand_sweep(base: RunConfig, matrix: Any) -> list[RunConfig]:
+    """One RunConfig per server configuration x precision x scenario.
+
+    ``matrix`` is a :class:`~inferx_core.config.models.SweepMatrix`; the axes read
+    are engine, model, tp, dp, ep, kv_cache_dtype, precision, scenarios, and
+    concurrency plus concurrency_range (merged, sorted), any of them absent or
+    empty. Order is stable (the product in that axis order), so point ids and
+    their order do not change between runs. Raises ValueError when two
+    combinations would write the same point id.
+    """
+    from inferx_core.config.models import RunConfig
+
+    axes: list[list[tuple[str, Any]]] = []
+    for key in ("engine", "model", "tp", "dp", "ep", "kv_cache_dtype"):
+        values = getattr(matrix, key, None) or []
+        if values:
+            axes.append([(key, v) for v in values])
+    precisions = getattr(matrix, "precision", None) or []
+    if precisions:
+        names = [p.name for p in precisions]
+        if len(set(names)) != len(names):
+            raise SweepError(f"precision names must be unique, got {names}")
+        axes.append([("precision", p) for p in precisions])
+    scenarios = getattr(matrix, "scenarios", None) or []
+    if scenarios:
+        axes.append([("scenario", s) for s in scenarios])
+    levels = _concurrency_levels(matrix)
+    runs: list[RunConfig] = []
+    for combo in itertools.product(*axes) if axes else [()]:
+        data = base.model_dump()
+        for key, value in combo:
+            if key in ("tp", "dp", "ep"):
+                data["parallelism"][key] = value
+            elif key == "scenario":
+                data["workload"]["isl"], data["workload"]["osl"] = value.isl, value.osl
+                _join_name(data, value.name)
+            elif key == "precision":
+                value.apply(data)
+                _join_name(data, value.name)
+            else:
+                data[key] = value
+        if levels:
+            data["load"]["concurrency"] = levels
+            data["load"]["request_rate"] = None
+        runs.append(RunConfig.model_validate(data))
+    _check_unique_points(runs)
+    return runs
+
+
+def _check_unique_points(runs: Sequence[RunConfig]) -> None:
+    from inferx_core.pipeline.run import point_ids
+
+    seen: dict[str, int] = {}
+    for index, run in enumerate(runs):
+        for _, pid in point_ids(run):
+            if pid in seen and seen[pid] != index:
+                raise SweepError(
+                    f"two sweep combinations (#{seen[pid] + 1} and #{index + 1}) write the "
+                    f"same point id {pid!r}; give the differing axis values distinct names "
+                    "(e.g. a precision name, a scenario name, or a run name)"
+                )
+            seen[pid] = index
+
+
+# -- filters ---------------------------------------------------------------------------------
+def _as_set(value: Any, kind: type) -> set[Any] | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return {kind(value)}
+    return {kind(v) for v in value}
+
+
+def scenario_matches(run: RunConfig, scenario: str) -> bool:
+    """True when ``scenario`` names the run's scenario.
+
+    Accepts ``ISL/OSL`` (``1024/8192``), ``islISL-oslOSL``, or a scenario name.
+    Sweeps append the scenario's name last to the run name, so a name matches
+    when the run name is that name or ends with ``-`` + that name (``chat``
+    matches ``fp8-chat``, not ``chatty``; ``context`` also matches
+    ``long-context``: prefer distinct names, or ISL/OSL).
+    """
+    text = scenario.strip()
+    wl = run.workload
+    for sep in ("/", ":", "x"):
+        left, found, right = text.partition(sep)
+        if found and left.isdigit() and right.isdigit():
+            return (wl.isl, wl.osl) == (int(left), int(right))
+    if text == f"isl{wl.isl}-osl{wl.osl}":
+        return True
+    if not run.name or not text:
+        return False
+    return run.name == text or run.name.endswith(f"-{text}")
+
+
+def filter_runs(
+    runs: Iterable[RunConfig],
+    *,
+    engine: str | Iterable[str] | None = None,
+    tp: int | Iterable[int] | None = None,
+    max_concurrency: int | None = None,
+    scenario: str | Iterable[str] | None = None,
+) -> list[RunConfig]:
+    """The runs (and load points) a filter selects; None means "no filter on this".
+
+    - ``engine``: engine name(s) to keep.
+    - ``tp``: tensor-parallel size(s) to keep.
+    - ``max_concurrency``: keep closed-loop levels <= N (a run with none left
+      is dropped); an open-loop run is kept only when its concurrency cap
+      (``load.max_concurrency``) is set and <= N.
+    - ``scenario``: scenario(s) by name or ``ISL/OSL`` (see :func:`scenario_matches`).
+
+    Pure: the given runs are not modified; order is kept.
+    """
+    engines = _as_set(engine, str)
+    tps = _as_set(tp, int)
+    scenarios = sorted(_as_set(scenario, str) or [])
+    if max_concurrency is not None and max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+    out: list[RunConfig] = []
+    for run in runs:
+        if engines is not None and run.engine not in engines:
+            continue
+        if tps is not None and run.parallelism.tp not in tps:
+            continue
+        if scenarios and not any(scenario_matches(run, s) for s in scenarios):
+            continue
+        if max_concurrency is not None:
+            if run.load.request_rate is not None:
+                cap = run.load.max_concurrency
+                if cap is None or cap > max_concurrency:
+                    continue
+            else:
+                levels = [c for c in run.load.concurrency or [1] if c <= max_concurrency]
+                if not levels:
+                    continue
+                if levels != (run.load.concurrency or [1]):
+                    load = run.load.model_copy(update={"concurrency": levels})
+                    run = run.model_copy(update={"load": load})
+        out.append(run)
+    return out
+
+
+def count_points(runs: Iterable[RunConfig]) -> int:
+    """Load points over all runs (one result file each)."""
+    total = 0
+    for run in runs:
+        load = run.load
+        total += (
+            len(load.request_rate)
+            if load.request_rate is not None
+            else len(load.concurrency or [1])
+        )
+    return total

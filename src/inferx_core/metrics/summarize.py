@@ -1,0 +1,495 @@
+"""Turn request records into the numbers people compare across tools.
+
+Pure functions, no I/O. Definitions are in docs/metrics.md; in short, per
+successful request (timestamps are ``perf_counter_ns``):
+
+- TTFT  = chunk_ns[0] - send_ns
+- E2EL  = chunk_ns[-1] - send_ns (the last content chunk)
+- TPOT  = (E2EL - TTFT) / (output_tokens - 1), only when output_tokens > 1
+- ITL   = every gap between consecutive content chunks, pooled over requests
+- interactivity = 1000 / TPOT_ms (tokens/s seen by one user)
+
+Field names follow vLLM ``bench serve`` (``mean_ttft_ms``, ``p99_itl_ms``,
+``output_throughput``...) and add InferenceX's aggregate ones
+(``tput_per_gpu``, ``median_intvty``, ``median_ttft`` in seconds...).
+
+The result is strict JSON: no NaN or Infinity anywhere. A value that cannot
+be given is ``None`` and its key appears in ``null_reasons`` with the reason
+(``"infinite"`` for a true +inf, e.g. an error-adjusted p99 when more than 1%
+of requests failed).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any, Literal
+
+import numpy as np
+
+from inferx_core.load.records import RequestRecord
+from inferx_core.metrics.stats import (
+    describe,
+    error_adjusted_percentiles,
+    validate_percentiles,
+)
+
+__all__ = [
+    "DEFAULT_PERCENTILES",
+    "LATENCY_METRICS",
+    "SLO_KEYS",
+    "OutputTokenSource",
+    "RequestMetrics",
+    "cost_per_million_tokens",
+    "normalize_slos",
+    "request_metrics",
+    "summarize",
+    "tokens_per_mw",
+]
+
+DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9)
+LATENCY_METRICS: tuple[str, ...] = ("ttft", "tpot", "itl", "e2el")
+# SLO names accepted by ``summarize(slos=...)``; values are milliseconds.
+SLO_KEYS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")
+_SLO_ALIASES = {
+    "ttft": "ttft_ms",
+    "tpot": "tpot_ms",
+    "itl": "itl_ms",
+    "e2el": "e2el_ms",
+}
+MAX_ERROR_CHARS = 500
+
+# usage: the server's usage block; chunk_tokens: the server's per-chunk token
+# counts; chunk_count: one token per content chunk (an estimate).
+OutputTokenSource = Literal["usage", "chunk_tokens", "chunk_count"]
+
+_NS_PER_MS = 1e6
+_NS_PER_S = 1e9
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMetrics:
+    """Per-request derived values (ms). Latency fields are None for a failed request."""
+
+    request_id: int
+    ok: bool
+    input_tokens: int
+    output_tokens: int  # 0 for a failed request
+    output_token_source: OutputTokenSource
+    ttft_ms: float | None
+    e2el_ms: float | None
+    tpot_ms: float | None  # None when output_tokens <= 1
+    interactivity: float | None  # 1000 / tpot_ms; None when tpot_ms is None or 0
+    itl_ms: tuple[float, ...]  # chunk gaps
+    # Per-token gaps: each chunk gap divided by the tokens that chunk carried,
+    # repeated once per token. None when chunk_tokens is unknown or malformed.
+    itl_per_token_ms: tuple[float, ...] | None
+    max_itl_ms: float | None  # None when fewer than two content chunks
+
+
+def _valid_chunk_tokens(rec: RequestRecord) -> list[int] | None:
+    ct = rec.chunk_tokens
+    if ct is None or len(ct) != len(rec.chunk_ns) or any(k < 0 for k in ct):
+        return None
+    return list(ct)
+
+
+def _output_tokens(rec: RequestRecord) -> tuple[int, OutputTokenSource]:
+    if rec.usage_output_tokens is not None:
+        return int(rec.usage_output_tokens), "usage"
+    ct = _valid_chunk_tokens(rec)
+    if ct is not None:
+        return sum(ct), "chunk_tokens"
+    return len(rec.chunk_ns), "chunk_count"
+
+
+def request_metrics(rec: RequestRecord) -> RequestMetrics:
+    """Derive TTFT, E2EL, TPOT, ITL and interactivity of one request."""
+    out_tokens, source = _output_tokens(rec)
+    if not rec.ok:
+        return RequestMetrics(
+            request_id=rec.request_id,
+            ok=False,
+            input_tokens=int(rec.prompt_tokens),
+            output_tokens=0,
+            output_token_source=source,
+            ttft_ms=None,
+            e2el_ms=None,
+            tpot_ms=None,
+            interactivity=None,
+            itl_ms=(),
+            itl_per_token_ms=None,
+            max_itl_ms=None,
+        )
+    chunks = rec.chunk_ns
+    ttft_ns = chunks[0] - rec.send_ns
+    e2el_ns = chunks[-1] - rec.send_ns
+    gaps_ns = [b - a for a, b in pairwise(chunks)]
+    tpot_ms: float | None = None
+    if out_tokens > 1:
+        tpot_ms = (e2el_ns - ttft_ns) / (out_tokens - 1) / _NS_PER_MS
+    interactivity = 1000.0 / tpot_ms if tpot_ms is not None and tpot_ms > 0 else None
+    per_token: tuple[float, ...] | None = None
+    ct = _valid_chunk_tokens(rec)
+    if ct is not None:
+        pt: list[float] = []
+        for gap, k in zip(gaps_ns, ct[1:], strict=True):
+            if k >= 1:
+                pt.extend([gap / k / _NS_PER_MS] * k)
+        per_token = tuple(pt)
+    return RequestMetrics(
+        request_id=rec.request_id,
+        ok=True,
+        input_tokens=int(rec.prompt_tokens),
+        output_tokens=out_tokens,
+        output_token_source=source,
+        ttft_ms=ttft_ns / _NS_PER_MS,
+        e2el_ms=e2el_ns / _NS_PER_MS,
+        tpot_ms=tpot_ms,
+        interactivity=interactivity,
+        itl_ms=tuple(g / _NS_PER_MS for g in gaps_ns),
+        itl_per_token_ms=per_token,
+        max_itl_ms=max(gaps_ns) / _NS_PER_MS if gaps_ns else None,
+    )
+
+
+def normalize_slos(slos: Mapping[str, float] | None) -> dict[str, float] | None:
+    """Validate SLOs and return them keyed by ``SLO_KEYS`` names (values in ms).
+
+    vLLM's spelling (``ttft``, ``tpot``, ``e2el``, values in ms) is accepted
+    too. An empty mapping means no SLO, as in vLLM.
+    """
+    if not slos:
+        return None
+    out: dict[str, float] = {}
+    for key, value in slos.items():
+        name = _SLO_ALIASES.get(key, key)
+        if name not in SLO_KEYS:
+            raise ValueError(f"unknown SLO {key!r}; expected one of {SLO_KEYS}")
+        v = float(value)
+        if not math.isfinite(v) or v < 0:
+            raise ValueError(f"SLO {key!r} must be a finite number >= 0, got {value!r}")
+        if name in out:
+            raise ValueError(f"SLO {name!r} given twice")
+        out[name] = v
+    return {k: out[k] for k in SLO_KEYS if k in out}
+
+
+def _meets_slos(m: RequestMetrics, slos: Mapping[str, float]) -> bool:
+    if not m.ok:
+        return False
+    assert m.ttft_ms is not None and m.e2el_ms is not None
+    checks = {
+        "ttft_ms": m.ttft_ms,
+        # vLLM: a request with <= 1 output token has TPOT 0 for goodput.
+        "tpot_ms": m.tpot_ms if m.tpot_ms is not None else 0.0,
+        # The largest chunk gap; a single-chunk request has no gap.
+        "itl_ms": m.max_itl_ms if m.max_itl_ms is not None else 0.0,
+        "e2el_ms": m.e2el_ms,
+    }
+    return all(checks[k] <= limit for k, limit in slos.items())
+
+
+class _Fields:
+    """Ordered output fields; None and non-finite values get a reason."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, Any] = {}
+        self.null_reasons: dict[str, str] = {}
+
+    def put(self, key: str, value: Any, reason: str | None = None) -> None:
+        if isinstance(value, (float, np.floating)):
+            value = float(value)
+            if math.isinf(value):
+                value, reason = None, "infinite"
+            elif math.isnan(value):
+                value, reason = None, reason or "undefined"
+        self.data[key] = value
+        if value is None:
+            self.null_reasons[key] = reason or "unknown"
+        else:
+            self.null_reasons.pop(key, None)
+
+
+def _peak_output_tokens_per_s(
+    ok: Sequence[tuple[RequestRecord, RequestMetrics]],
+) -> float:
+    """vLLM's max_output_tokens_per_s: 1 s buckets from the first successful send."""
+    if not ok:
+        return 0.0
+    t0 = min(r.send_ns for r, _ in ok)
+    buckets: Counter[int] = Counter()
+    for rec, _ in ok:
+        ct = _valid_chunk_tokens(rec)
+        for i, t in enumerate(rec.chunk_ns):
+            buckets[(t - t0) // 1_000_000_000] += ct[i] if ct is not None else 1
+    return float(max(buckets.values())) if buckets else 0.0
+
+
+def _peak_concurrency(ok: Sequence[tuple[RequestRecord, RequestMetrics]]) -> int:
+    """Most successful requests in flight at once over half-open [send, last chunk)."""
+    events: list[tuple[int, int]] = []
+    for rec, _ in ok:
+        events.append((rec.send_ns, 1))
+        events.append((rec.chunk_ns[-1], -1))
+    events.sort()  # at equal times -1 (departure) sorts before +1 (arrival)
+    cur = peak = 0
+    for _, d in events:
+        cur += d
+        peak = max(peak, cur)
+    return peak
+
+
+def _failure_kind(rec: RequestRecord) -> str:
+    if rec.error_kind is not None:
+        return str(rec.error_kind)
+    if rec.error is None and not rec.chunk_ns:
+        return "no_content"
+    return "unknown"
+
+
+def _check_gpus(name: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
+        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+
+
+def summarize(
+    records: Iterable[RequestRecord],
+    *,
+    window_start_ns: int,
+    window_end_ns: int,
+    num_gpus: int | None = None,
+    slos: Mapping[str, float] | None = None,
+    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+    num_prefill_gpus: int | None = None,
+    num_decode_gpus: int | None = None,
+    max_error_samples: int = 5,
+) -> dict[str, Any]:
+    """Summarize one benchmark point. Returns a flat, strict-JSON-safe dict.
+
+    ``window_start_ns``/``window_end_ns`` (perf_counter_ns) bound the measured
+    window (first dispatch to last completion); every throughput divides by it.
+    Warmup records are dropped before anything else. ``num_gpus`` divides the
+    per-GPU throughputs; for disaggregated serving give ``num_prefill_gpus``
+    and ``num_decode_gpus`` instead (InferenceX: total / (prefill + decode),
+    output / decode, input / prefill). ``slos`` maps ``ttft_ms``, ``tpot_ms``,
+    ``itl_ms``, ``e2el_ms`` to limits in ms (a request meets ``itl_ms`` when
+    its largest chunk gap is within it).
+    """
+    if window_end_ns <= window_start_ns:
+        raise ValueError("window_end_ns must be greater than window_start_ns")
+    pcts = validate_percentiles(percentiles)
+    slo = normalize_slos(slos)
+    for name, v in (
+        ("num_gpus", num_gpus),
+        ("num_prefill_gpus", num_prefill_gpus),
+        ("num_decode_gpus", num_decode_gpus),
+    ):
+        _check_gpus(name, v)
+    disagg = num_prefill_gpus is not None or num_decode_gpus is not None
+    if disagg:
+        if num_prefill_gpus is None or num_decode_gpus is None:
+            raise ValueError("give both num_prefill_gpus and num_decode_gpus, or neither")
+        if num_gpus is not None and num_gpus != num_prefill_gpus + num_decode_gpus:
+            raise ValueError("num_gpus must equal num_prefill_gpus + num_decode_gpus")
+        num_gpus = num_prefill_gpus + num_decode_gpus
+
+    all_records = list(records)
+    measured = [r for r in all_records if not r.warmup]
+    per_req = [(r, request_metrics(r)) for r in measured]
+    ok = [(r, m) for r, m in per_req if m.ok]
+    failed = [r for r, m in per_req if not m.ok]
+    duration_s = (window_end_ns - window_start_ns) / _NS_PER_S
+    no_success = not ok
+    NO_OK = "no_successful_requests"
+
+    f = _Fields()
+    # --- counts and throughput (vLLM bench serve names) ---------------------
+    f.put("duration", duration_s)
+    f.put("completed", len(ok))
+    f.put("failed", len(failed))
+    f.put("total_requests", len(measured))
+    f.put("warmup_excluded", len(all_records) - len(measured))
+    total_input = sum(m.input_tokens for _, m in ok)
+    total_output = sum(m.output_tokens for _, m in ok)
+    f.put("total_input_tokens", total_input)
+    f.put("total_output_tokens", total_output)
+    server_in = [r.usage_prompt_tokens for r, _ in ok]
+    if ok and all(v is not None for v in server_in):
+        f.put("total_input_tokens_server", sum(int(v) for v in server_in if v is not None))
+    else:
+        f.put(
+            "total_input_tokens_server",
+            None,
+            NO_OK if no_success else "usage_prompt_tokens_missing",
+        )
+    sources = Counter(m.output_token_source for _, m in ok)
+    n_estimated = sources.get("chunk_count", 0)
+    f.put("output_tokens_estimated", n_estimated > 0)
+    f.put("output_tokens_estimated_requests", n_estimated)
+    f.put(
+        "output_token_sources",
+        {k: sources.get(k, 0) for k in ("usage", "chunk_tokens", "chunk_count")},
+    )
+
+    request_throughput = len(ok) / duration_s
+    output_throughput = total_output / duration_s
+    input_throughput = total_input / duration_s
+    total_token_throughput = (total_input + total_output) / duration_s
+    good = [m for _, m in ok if _meets_slos(m, slo)] if slo is not None else []
+    f.put("request_throughput", request_throughput)
+    f.put(
+        "request_goodput",
+        None if slo is None else len(good) / duration_s,
+        "no_slo_given",
+    )
+    f.put("output_throughput", output_throughput)
+    f.put("total_token_throughput", total_token_throughput)
+    f.put("max_output_tokens_per_s", _peak_output_tokens_per_s(ok))
+    f.put("max_concurrent_requests", _peak_concurrency(ok))
+
+    # --- goodput detail -----------------------------------------------------
+    f.put("goodput_slos", slo, "no_slo_given")
+    if slo is None:
+        for k in ("good_completed", "output_goodput", "total_token_goodput"):
+            f.put(k, None, "no_slo_given")
+    else:
+        f.put("good_completed", len(good))
+        f.put("output_goodput", sum(m.output_tokens for m in good) / duration_s)
+        f.put(
+            "total_token_goodput",
+            sum(m.input_tokens + m.output_tokens for m in good) / duration_s,
+        )
+
+    # --- per GPU (InferenceX names) -----------------------------------------
+    f.put("num_gpus", num_gpus, "num_gpus_unknown")
+    f.put("num_prefill_gpus", num_prefill_gpus, "not_disaggregated")
+    f.put("num_decode_gpus", num_decode_gpus, "not_disaggregated")
+    if num_gpus is None:
+        for k in ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"):
+            f.put(k, None, "num_gpus_unknown")
+    elif disagg:
+        assert num_prefill_gpus is not None and num_decode_gpus is not None
+        f.put("tput_per_gpu", total_token_throughput / num_gpus)
+        f.put("output_tput_per_gpu", output_throughput / num_decode_gpus)
+        f.put("input_tput_per_gpu", input_throughput / num_prefill_gpus)
+    else:
+        f.put("tput_per_gpu", total_token_throughput / num_gpus)
+        f.put("output_tput_per_gpu", output_throughput / num_gpus)
+        f.put("input_tput_per_gpu", input_throughput / num_gpus)
+
+    # --- latency distributions (ms; vLLM names) -----------------------------
+    samples: dict[str, list[float]] = {
+        "ttft": [m.ttft_ms for _, m in ok if m.ttft_ms is not None],
+        "tpot": [m.tpot_ms for _, m in ok if m.tpot_ms is not None],
+        "itl": [g for _, m in ok for g in m.itl_ms],
+        "e2el": [m.e2el_ms for _, m in ok if m.e2el_ms is not None],
+    }
+    empty_reason = {
+        "ttft": NO_OK,
+        "tpot": NO_OK if no_success else "no_request_with_more_than_one_output_token",
+        "itl": NO_OK if no_success else "no_request_with_more_than_one_content_chunk",
+        "e2el": NO_OK,
+    }
+    latency_stats: dict[str, dict[str, float | None]] = {}
+    for metric in LATENCY_METRICS:
+        stats = describe(samples[metric], pcts)
+        latency_stats[metric] = stats
+        for stat, value in stats.items():
+            f.put(f"{stat}_{metric}_ms", value, empty_reason[metric])
+
+    # Chunks stamped by one socket read share a timestamp (gap 0). Many such
+    # gaps mean the client read late (starved CPU) or the server flushed
+    # bursts: ITL/TPOT then describe delivery, not generation. Say how often.
+    gaps = samples["itl"]
+    f.put(
+        "itl_zero_gap_fraction",
+        (sum(1 for g in gaps if g == 0) / len(gaps)) if gaps else None,
+        empty_reason["itl"],
+    )
+
+    # Per-token ITL: only requests whose chunk token counts are known.
+    pt_reqs = [m.itl_per_token_ms for _, m in ok if m.itl_per_token_ms is not None]
+    f.put("itl_per_token_requests", len(pt_reqs))
+    pt_reason = (
+        NO_OK
+        if no_success
+        else ("chunk_tokens_unknown" if not pt_reqs else "no_gap_after_first_chunk")
+    )
+    for stat, value in describe([g for req in pt_reqs for g in req], pcts).items():
+        f.put(f"{stat}_itl_per_token_ms", value, pt_reason)
+
+    # --- error-adjusted percentiles (failures = +inf latency) ---------------
+    for metric in ("ttft", "e2el"):
+        adj = error_adjusted_percentiles(samples[metric], len(failed), pcts)
+        for stat, value in adj.items():
+            f.put(f"{stat}_{metric}_ms_error_adjusted", value, "no_requests")
+
+    # --- InferenceX aggregate names: seconds and interactivity --------------
+    for metric in LATENCY_METRICS:
+        for stat, value in latency_stats[metric].items():
+            f.put(
+                f"{stat}_{metric}",
+                None if value is None else value / 1000.0,
+                empty_reason[metric],
+            )
+    # InferenceX derives {stat}_intvty = 1000 / {stat}_tpot_ms for every TPOT
+    # statistic; so p99_intvty is the interactivity of the p99 (slow) TPOT.
+    for stat, value in latency_stats["tpot"].items():
+        if value is None:
+            f.put(f"{stat}_intvty", None, empty_reason["tpot"])
+        else:
+            f.put(f"{stat}_intvty", math.inf if value == 0 else 1000.0 / value)
+    # Per-request interactivity distribution; the slow tail is the low
+    # percentiles, so give p(100 - p) for each requested p.
+    low_pcts = tuple(round(100.0 - p, 10) for p in pcts)
+    intvty = [m.interactivity for _, m in ok if m.interactivity is not None]
+    iv_reason = NO_OK if no_success else "no_request_with_positive_tpot"
+    f.put("intvty_requests", len(intvty))
+    for stat, value in describe(intvty, validate_percentiles(low_pcts)).items():
+        f.put(f"{stat}_request_intvty", value, iv_reason)
+
+    # --- failures -----------------------------------------------------------
+    by_kind = Counter(_failure_kind(r) for r in failed)
+    f.put("failed_by_kind", dict(sorted(by_kind.items())))
+    samples_out: list[dict[str, Any]] = []
+    seen: set[tuple[str, str | None]] = set()
+    for r in failed:
+        if len(samples_out) >= max_error_samples:
+            break
+        kind = _failure_kind(r)
+        msg = None if r.error is None else r.error[:MAX_ERROR_CHARS]
+        if (kind, msg) in seen:
+            continue
+        seen.add((kind, msg))
+        samples_out.append({"request_id": r.request_id, "error_kind": kind, "error": msg})
+    f.put("error_samples", samples_out)
+
+    f.put("percentiles", list(pcts))
+    f.put("no_successful_requests", no_success)
+    result = dict(f.data)
+    result["null_reasons"] = dict(f.null_reasons)
+    return result
+
+
+def cost_per_million_tokens(usd_per_gpu_hour: float, tok_s_per_gpu: float) -> float | None:
+    """$ per million tokens = ($/GPU/hour) / (tok/s/GPU * 3600 / 1e6); None when no tokens."""
+    if usd_per_gpu_hour < 0:
+        raise ValueError("usd_per_gpu_hour must be >= 0")
+    if tok_s_per_gpu < 0:
+        raise ValueError("tok_s_per_gpu must be >= 0")
+    if tok_s_per_gpu == 0:
+        return None
+    return usd_per_gpu_hour / (tok_s_per_gpu * 3600.0 / 1e6)
+
+
+def tokens_per_mw(tok_s_per_gpu: float, kw_per_gpu: float) -> float:
+    """Tokens/s per MW of provisioned power = tok/s/GPU * 1000 / (kW per GPU)."""
+    if kw_per_gpu <= 0:
+        raise ValueError("kw_per_gpu must be > 0")
+    if tok_s_per_gpu < 0:
+        raise ValueError("tok_s_per_gpu must be >= 0")
+    return tok_s_per_gpu * 1000.0 / kw_per_gpu

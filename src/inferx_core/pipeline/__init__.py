@@ -1,0 +1,1 @@
+"""Orchestration: one load point, one server session, a whole run."""

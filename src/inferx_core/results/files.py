@@ -1,0 +1,110 @@
+"""Result files: one JSON per load point, written atomically, plus JSONL sidecars.
+
+A result file is either complete or absent: content goes to a temporary file
+in the same folder, is flushed to disk, then renamed over the final name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+RESULT_SUFFIX = ".json"
+REQUESTS_SUFFIX = ".requests.jsonl"
+TELEMETRY_SUFFIX = ".telemetry.jsonl"
+
+
+def utc_now() -> str:
+    """The timestamp every result and job record uses (UTC, seconds)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def result_header(
+    point_id: str, status: str, reason: str | None, date: str | None = None
+) -> dict[str, Any]:
+    """The identity fields every result file starts with, ok or failed."""
+    from inferx_core._version import __version__
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "inferx_version": __version__,
+        "point_id": point_id,
+        "status": status,
+        "failure_reason": reason,
+        "date": date or utc_now(),
+    }
+
+
+def _atomic_write(path: Path, write: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json_atomic(path: Path, data: Any) -> Path:
+    """Strict JSON (no NaN/Infinity), written atomically."""
+    text = json.dumps(data, indent=2, allow_nan=False, default=str)
+    return _atomic_write(path, lambda h: h.write(text + "\n"))
+
+
+def write_jsonl_atomic(path: Path, rows: Iterable[Any]) -> Path:
+    def write(handle: Any) -> None:
+        for row in rows:
+            handle.write(json.dumps(row, allow_nan=False, default=str) + "\n")
+
+    return _atomic_write(path, write)
+
+
+def result_path(output_dir: Path, point_id: str) -> Path:
+    return output_dir / f"{point_id}{RESULT_SUFFIX}"
+
+
+def requests_path(output_dir: Path, point_id: str) -> Path:
+    return output_dir / f"{point_id}{REQUESTS_SUFFIX}"
+
+
+def telemetry_path(output_dir: Path, point_id: str) -> Path:
+    return output_dir / f"{point_id}{TELEMETRY_SUFFIX}"
+
+
+def read_result(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def is_complete(output_dir: Path, point_id: str) -> bool:
+    """True when the point finished ok (``--resume`` skips it).
+
+    Failed and interrupted points run again: their cause (a crashed engine,
+    Ctrl-C) is usually gone on the next attempt.
+    """
+    path = result_path(output_dir, point_id)
+    if not path.exists():
+        return False
+    try:
+        data = read_result(path)
+    except (OSError, json.JSONDecodeError):
+        return False
+    return data.get("schema_version") == SCHEMA_VERSION and data.get("status") == "ok"
+
+
+def slug(text: str) -> str:
+    """A readable, filesystem-safe id fragment."""
+    out = "".join(c if c.isalnum() or c in "-_." else "-" for c in text.strip())
+    while "--" in out:
+        out = out.replace("--", "-")
+    return out.strip("-.") or "x"

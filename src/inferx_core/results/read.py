@@ -1,0 +1,245 @@
+"""Read result files from several folders (runs, machines) into one set of points.
+
+Every ``*.json`` under the given folders (recursively) that is an InferX
+result (has ``schema_version`` and ``point_id``) is read; sidecars
+(``.requests.jsonl``, ``.telemetry.jsonl``) and other JSON files (configs,
+platform files, report output) are skipped, unreadable files are listed with
+the reason. The same point id found more than once is resolved by keeping
+the newest by ``date`` (then ``finished_at``; ties: an ``ok`` result over a
+failed one, then the path that sorts last) and every such case is reported
+as a :class:`Conflict`:
+
+- ``identical``: the same content twice (a copied folder); harmless.
+- ``rerun``: an older result of the same point on the same machine was replaced.
+- ``different_platform``: the two come from different hardware or hosts;
+  the older one is hidden, which is rarely what one wants: name the runs
+  per machine (``name:`` in the config) so their point ids differ.
+- ``same_date``: different content with the same date; the choice above is
+  arbitrary but deterministic.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from inferx_core.results.files import REQUESTS_SUFFIX, RESULT_SUFFIX, TELEMETRY_SUFFIX
+
+ConflictKind = Literal["identical", "rerun", "different_platform", "same_date"]
+
+__all__ = [
+    "Conflict",
+    "LoadedResults",
+    "find_result_files",
+    "is_result",
+    "load_results",
+    "requests_sidecar",
+    "telemetry_sidecar",
+]
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """One point id found in several files; ``kept`` won, ``dropped`` lost."""
+
+    point_id: str
+    kind: ConflictKind
+    kept: Path
+    dropped: tuple[Path, ...]
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "point_id": self.point_id,
+            "kind": self.kind,
+            "kept": str(self.kept),
+            "dropped": [str(p) for p in self.dropped],
+            "detail": self.detail,
+        }
+
+
+@dataclass
+class LoadedResults:
+    """The merged points (one per point id, sorted by id) and what happened on the way."""
+
+    results: list[dict[str, Any]] = field(default_factory=list)
+    paths: dict[str, Path] = field(default_factory=dict)
+    conflicts: list[Conflict] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    # Every distinct version of each point id (newest first), for run-to-run spread.
+    versions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def path_of(self, result: Mapping[str, Any]) -> Path | None:
+        return self.paths.get(str(result.get("point_id")))
+
+    @property
+    def warnings(self) -> list[str]:
+        """Conflicts worth a person's attention (identical copies are not)."""
+        return [
+            f"{c.point_id}: {c.kind}: {c.detail}" for c in self.conflicts if c.kind != "identical"
+        ]
+
+
+def is_result(data: Any) -> bool:
+    return isinstance(data, dict) and "schema_version" in data and "point_id" in data
+
+
+def find_result_files(paths: Iterable[Path | str]) -> list[Path]:
+    """``*.json`` files under each folder (recursively), or the files given; sorted, unique."""
+    found: set[Path] = set()
+    for entry in paths:
+        path = Path(entry)
+        if path.is_dir():
+            found.update(
+                p for p in path.rglob(f"*{RESULT_SUFFIX}") if p.is_file() and _not_hidden(p, path)
+            )
+        elif path.is_file():
+            found.add(path)
+        else:
+            raise FileNotFoundError(f"no such file or folder: {path}")
+    return sorted(found)
+
+
+def _not_hidden(path: Path, root: Path) -> bool:
+    return not any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def _parse_date(value: Any) -> dt.datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+    return parsed
+
+
+def _recency(data: Mapping[str, Any], path: Path) -> tuple[dt.datetime, dt.datetime, int, str]:
+    return (
+        _parse_date(data.get("date")) or _EPOCH,
+        _parse_date(data.get("finished_at")) or _EPOCH,
+        1 if data.get("status") == "ok" else 0,
+        str(path),
+    )
+
+
+def _platform_signature(data: Mapping[str, Any]) -> tuple[Any, ...]:
+    platform = data.get("platform") or {}
+    host = (platform.get("host") or {}).get("hostname")
+    accs = tuple(sorted(str(a.get("name")) for a in platform.get("accelerators") or []))
+    gpu_type = ((data.get("config") or {}).get("cost") or {}).get("gpu_type")
+    return (host, accs, gpu_type, data.get("base_url") if not platform else None)
+
+
+def load_results(paths: Iterable[Path | str]) -> LoadedResults:
+    """Read and merge the results under ``paths`` (folders, recursively, or files)."""
+    out = LoadedResults()
+    by_id: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
+    for path in find_result_files(paths):
+        if path.name.endswith((REQUESTS_SUFFIX, TELEMETRY_SUFFIX)):
+            continue  # sidecars are .jsonl; kept for safety
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            out.skipped.append((path, f"cannot read: {exc}"))
+            continue
+        except json.JSONDecodeError as exc:
+            out.skipped.append((path, f"invalid JSON: {exc.msg} (line {exc.lineno})"))
+            continue
+        if not is_result(data):
+            out.skipped.append((path, "not an InferX result (no schema_version/point_id)"))
+            continue
+        by_id.setdefault(str(data["point_id"]), []).append((path, data))
+    for pid in sorted(by_id):
+        entries = sorted(by_id[pid], key=lambda e: _recency(e[1], e[0]), reverse=True)
+        kept_path, kept = entries[0]
+        out.results.append(kept)
+        out.paths[pid] = kept_path
+        distinct: list[dict[str, Any]] = []
+        for _, data in entries:
+            if not any(data == seen for seen in distinct):
+                distinct.append(data)
+        out.versions[pid] = distinct
+        if len(entries) > 1:
+            out.conflicts.append(_conflict(pid, entries))
+    return out
+
+
+def _conflict(pid: str, entries: list[tuple[Path, dict[str, Any]]]) -> Conflict:
+    kept_path, kept = entries[0]
+    others = entries[1:]
+    dropped = tuple(p for p, _ in others)
+    if all(data == kept for _, data in others):
+        return Conflict(pid, "identical", kept_path, dropped, "the same result in several files")
+    differing = [(p, d) for p, d in others if d != kept]
+    platforms = {_platform_signature(d) for _, d in differing}
+    if platforms != {_platform_signature(kept)}:
+        return Conflict(
+            pid,
+            "different_platform",
+            kept_path,
+            dropped,
+            f"results from different machines share this point id; kept {kept_path} "
+            f"(date {kept.get('date')}), hid {', '.join(str(p) for p, _ in differing)}; "
+            "name each machine's run (name: in the config) to keep both",
+        )
+    newest = _recency(kept, kept_path)[:2]
+    if any(_recency(d, p)[:2] == newest for p, d in differing):
+        return Conflict(
+            pid,
+            "same_date",
+            kept_path,
+            dropped,
+            f"different results with the same date {kept.get('date')}; kept {kept_path}",
+        )
+    return Conflict(
+        pid,
+        "rerun",
+        kept_path,
+        dropped,
+        f"kept the newest ({kept.get('date')}), replaced "
+        + ", ".join(f"{p} ({d.get('date')})" for p, d in differing),
+    )
+
+
+def _sidecar(result_path: Path, suffix: str) -> Path | None:
+    name = result_path.name
+    if not name.endswith(RESULT_SUFFIX):
+        return None
+    path = result_path.with_name(name[: -len(RESULT_SUFFIX)] + suffix)
+    return path if path.is_file() else None
+
+
+def telemetry_sidecar(result_path: Path) -> Path | None:
+    """``<point>.telemetry.jsonl`` next to a result file, when it exists."""
+    return _sidecar(result_path, TELEMETRY_SUFFIX)
+
+
+def requests_sidecar(result_path: Path) -> Path | None:
+    """``<point>.requests.jsonl`` next to a result file, when it exists."""
+    return _sidecar(result_path, REQUESTS_SUFFIX)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSONL sidecar; a torn last line (killed writer) is ignored."""
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+    return rows

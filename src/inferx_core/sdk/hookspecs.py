@@ -1,0 +1,227 @@
+"""Hook specifications: the whole contract between inferx-core and its plugins.
+
+Every spec's docstring follows one template, checked by tests:
+
+- first line: what the hook answers;
+- ``When:`` when the core calls it;
+- ``Params:`` each parameter;
+- ``Returns:`` the type and meaning of one implementation's answer;
+- ``Combine:`` how answers from several plugins combine (``firstresult``:
+  the first non-None answer wins; ``list``: all answers, in call order,
+  which pluggy makes last-registered-first and ``tryfirst``/``trylast``
+  adjust);
+- ``Implement:`` who should implement it.
+
+Implementations may accept any subset of the parameters (pluggy passes only
+the ones named). Built-in fallbacks are registered as plugins marked
+``trylast``. docs/hooks.md has one section per hook with an example.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from inferx_core.sdk.markers import hookspec
+
+if TYPE_CHECKING:
+    from inferx_core.config.models import ServerConfig
+    from inferx_core.executors.multinode import RoleContext
+    from inferx_core.sdk.engine import EngineInfo
+    from inferx_core.sdk.executor import ExecutorInfo
+    from inferx_core.sdk.fixes import Fix
+    from inferx_core.sdk.launch_spec import LaunchSpec
+    from inferx_core.sdk.launcher import LauncherInfo
+    from inferx_core.sdk.platform import Platform
+    from inferx_core.sdk.probes import EngineMetricsMap, ReadinessProbe
+    from inferx_core.sdk.sampler import Sampler
+
+
+@hookspec
+def inferx_register_engines() -> list[EngineInfo]:
+    """Name and describe the engines this plugin can launch.
+
+    When: once per plugin manager, when the core builds its engine registry
+    (``inferx plugins``, ``inferx doctor``, and before any launch).
+    Params: none.
+    Returns: a list of :class:`~inferx_core.sdk.engine.EngineInfo`; the
+    ``name`` is what users write as ``engine:`` in a config.
+    Combine: list; all answers are collected per plugin. Two different
+    distributions claiming one engine name is an error that names both; that
+    engine cannot be used until one of them is removed or blocked with
+    ``INFERX_DISABLE_PLUGINS``.
+    Implement: engine plugins (inferx-vllm, inferx-sglang, inferx-trtllm and
+    third-party engines).
+    """
+
+
+@hookspec
+def inferx_detect_platform() -> Platform | None:
+    """Report the accelerators (and host facts) this plugin can see.
+
+    When: once per run before any launch, and by ``inferx doctor``. Not
+    called when the user passes ``--platform FILE``.
+    Params: none.
+    Returns: a partial :class:`~inferx_core.sdk.platform.Platform`: the
+    devices found, software versions (``nccl``, ``cuda``, ``rocm``) and notes
+    that explain an absence ("no NVIDIA GPU: libnvidia-ml.so not found").
+    Return None (or a platform with only notes) when the vendor library is
+    missing; never raise for an absent GPU, it is a normal state.
+    Combine: list; the core merges the answers (first host wins, devices and
+    notes append, a device reported twice is kept once).
+    Implement: vendor plugins (NVML is built in; inferx-rocm for AMD; TPU or
+    Trainium plugins); the built-in host detector is ``trylast``.
+    """
+
+
+@hookspec(firstresult=True)
+def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec | None:
+    """Build the command that starts ``server.engine`` for this server configuration.
+
+    When: once per server configuration, before fixes are applied and before
+    launch; also by ``inferx plan`` (no launch).
+    Params:
+        server: the server configuration; ``server.port`` is already
+        resolved (a free port was picked when the user gave none).
+        platform: the detected or user-given platform.
+    Returns: a :class:`~inferx_core.sdk.launch_spec.LaunchSpec`, or None when
+    ``server.engine`` is not this plugin's engine.
+    Combine: firstresult; the plugin that owns the engine answers.
+    Implement: engine plugins, each answering only for its own engine names.
+    """
+
+
+@hookspec(firstresult=True)
+def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe] | None:
+    """List the HTTP probes that together mean "ready to serve the benchmark".
+
+    When: after launch; the core runs the probes in order, retrying each
+    until it passes, bounded by ``server.readiness_timeout_s``, and aborts at
+    once if the engine process exits.
+    Params:
+        server: the server configuration.
+        spec: the launch spec after fixes (for host and port).
+    Returns: a list of :class:`~inferx_core.sdk.probes.ReadinessProbe`, or None
+    when ``server.engine`` is not this plugin's.
+    Combine: firstresult; the engine's plugin answers. Without an answer the
+    core uses GET /health then GET /v1/models.
+    Implement: engine plugins.
+    """
+
+
+@hookspec(firstresult=True)
+def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap | None:
+    """Map the engine's Prometheus metric names to what InferX records.
+
+    When: before the load starts, to set up the /metrics scraper.
+    Params:
+        server: the server configuration.
+    Returns: an :class:`~inferx_core.sdk.probes.EngineMetricsMap`, or None when
+    ``server.engine`` is not this plugin's.
+    Combine: firstresult; the engine's plugin answers. Without an answer no
+    engine metrics are scraped (and the result says so).
+    Implement: engine plugins.
+    """
+
+
+@hookspec
+def inferx_telemetry_samplers(
+    platform: Platform, gpu_ids: list[int], engine_pid: int | None
+) -> list[Sampler] | None:
+    """Offer samplers for telemetry while the load runs.
+
+    When: once per load point, just before the warmup; samplers are started,
+    read at their own interval on background threads and stopped after the
+    measured window. Energy is integrated centrally over exactly that window.
+    Params:
+        platform: the detected platform.
+        gpu_ids: the device indices the engine uses (only these should be
+        sampled); for ``inferx bench`` against an external server, the local
+        devices chosen with ``--gpus`` (default: all visible).
+        engine_pid: the engine's process id when InferX launched it (for
+        per-process CPU/RSS), else None.
+    Returns: a list of objects following
+    :class:`~inferx_core.sdk.sampler.Sampler`, or None when this
+    plugin has nothing to sample here (e.g. no device of its vendor).
+    Combine: list; every sampler offered runs.
+    Implement: vendor plugins (NVML and host are built in).
+    """
+
+
+@hookspec
+def inferx_container_fixes() -> list[Fix]:
+    """Offer this plugin's catalogue of known container/driver problems and workarounds.
+
+    When: before every launch (and by ``inferx plan``, ``inferx doctor`` and
+    ``inferx fixes``). The core evaluates each fix's ``condition`` against
+    the server configuration, platform and spec, skips ids disabled in the
+    config, applies the rest in order (``Fix.order``, then id) and records
+    every change in the result.
+    Params: none. The catalogue is data; whether a fix applies is decided by
+    its own ``condition``, so every fix can be listed and explained even
+    where it does not apply.
+    Returns: a list of :class:`~inferx_core.sdk.fixes.Fix`.
+    Combine: list; catalogues are concatenated; fix ids must be unique
+    across plugins.
+    Implement: vendor plugins (NVIDIA fixes are built in; inferx-rocm) and
+    engine plugins for engine-specific workarounds.
+    """
+
+
+@hookspec
+def inferx_launchers() -> list[LauncherInfo]:
+    """Register launchers by name (process, docker, slurm, kubernetes, ...).
+
+    When: when the core resolves ``server.launcher`` and for ``inferx plugins``.
+    Params: none.
+    Returns: a list of :class:`~inferx_core.sdk.launcher.LauncherInfo`.
+    Combine: list; names must be unique (a clash names both plugins).
+    Implement: the core registers ``process`` and ``docker``; cluster
+    plugins add their own.
+    """
+
+
+@hookspec
+def inferx_executors() -> list[ExecutorInfo]:
+    """Register executors by name: where a whole run executes (slurm, kubernetes, ...).
+
+    When: when ``inferx run``/``inferx plan`` get ``--executor NAME`` (any name
+    but ``local``, the in-process runner), and for ``inferx plugins``.
+    Params: none.
+    Returns: a list of :class:`~inferx_core.sdk.executor.ExecutorInfo`: ``name``,
+    ``description`` and ``factory(options)``, which returns an object following
+    :class:`~inferx_core.sdk.executor.Executor` (``describe``, ``submit``,
+    ``poll``, ``cancel``, ``log_tail``). An executor runs each server
+    configuration as a job that calls ``inferx run-job`` on its node, so the
+    ordinary runner (launchers, fixes, telemetry, result files) does the work.
+    Combine: list; names must be unique (a clash names both plugins); ``local``
+    is reserved.
+    Implement: the core registers ``slurm``; cluster plugins (Kubernetes,
+    LSF, a cloud batch service) add their own.
+    """
+
+
+@hookspec(firstresult=True)
+def inferx_engine_role_spec(
+    server: ServerConfig, platform: Platform, role: RoleContext
+) -> LaunchSpec | None:
+    """Build the command of one process of a multi-node deployment (prefill, decode, router).
+
+    When: once per process of a ``disaggregated`` or ``wide_ep`` deployment
+    (docs/multinode.md), before fixes are applied; single servers use
+    ``inferx_engine_launch_spec`` and never reach this hook.
+    Params:
+        server: the server configuration as this role runs it (the role's
+        parallelism, engine_args, engine_env and port already merged in).
+        platform: the detected or user-given platform.
+        role: a :class:`~inferx_core.executors.multinode.RoleContext`: the
+        role (``prefill``, ``decode``, ``both``, ``router``), replica and node
+        rank, the node it runs on, the head node and rendezvous port of its
+        replica, GPUs per node, and ``peers`` (role -> base URLs of the other
+        roles' servers, which a router proxies to).
+    Returns: a :class:`~inferx_core.sdk.launch_spec.LaunchSpec`, or None when
+    ``server.engine`` is not this plugin's or the plugin cannot serve that
+    role (the core then names the engine and the role in an error).
+    Combine: firstresult; the plugin that owns the engine answers.
+    Implement: engine plugins whose engine supports disaggregated serving or
+    multi-node expert parallelism (SGLang, vLLM, TensorRT-LLM, Dynamo).
+    """

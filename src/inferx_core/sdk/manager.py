@@ -1,0 +1,279 @@
+"""The plugin manager: built-ins plus entry-point plugins, loaded one by one, never fatally.
+
+Plugins are distributions that declare ``[project.entry-points.inferx]``.
+Each entry point is filtered (``INFERX_PLUGINS`` allow-list,
+``INFERX_DISABLE_PLUGINS`` block-list) *before* it is imported, loaded in its
+own ``try``, validated against the hook specs, and recorded with its
+distribution, version and status. A broken plugin is reported by name and
+skipped; ``INFERX_STRICT_PLUGINS=1`` turns that into an error for plugin
+authors. Nothing is loaded at import time of this module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any, Literal
+
+import pluggy
+
+from inferx_core._version import __version__
+from inferx_core.sdk import hookspecs
+from inferx_core.sdk.markers import PROJECT_NAME
+
+ENTRY_POINT_GROUP = "inferx"
+HOOK_PREFIX = "inferx_"
+CORE_DISTRIBUTION = "inferx-core"
+
+#: Built-in plugins, registered through the same hooks as external ones.
+BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
+    ("host", "inferx_core.builtin.host"),
+    ("nvml", "inferx_core.builtin.nvidia.plugin"),
+    ("launchers", "inferx_core.builtin.launchers"),
+)
+
+Status = Literal["ok", "error", "disabled"]
+
+
+class PluginError(RuntimeError):
+    """A plugin failed to load or validate (raised only in strict mode)."""
+
+
+class PluginHookError(RuntimeError):
+    """A plugin raised inside a hook whose answer the run needs."""
+
+    def __init__(self, plugin: str, hook: str, error: BaseException) -> None:
+        super().__init__(f"plugin {plugin!r} failed in {hook}: {type(error).__name__}: {error}")
+        self.plugin, self.hook, self.error = plugin, hook, error
+
+
+@dataclass
+class PluginRecord:
+    """What ``inferx plugins`` shows for one plugin."""
+
+    name: str
+    distribution: str
+    version: str
+    status: Status = "ok"
+    error: str | None = None
+    hooks: list[str] = field(default_factory=list)
+    builtin: bool = False
+    entry_point: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "status": self.status,
+            "error": self.error,
+            "hooks": self.hooks,
+            "builtin": self.builtin,
+            "entry_point": self.entry_point,
+        }
+
+
+@dataclass(frozen=True)
+class HookFailure:
+    plugin: str
+    hook: str
+    error: str
+
+
+class InferxPluginManager(pluggy.PluginManager):
+    """A pluggy manager that remembers what it loaded and what failed."""
+
+    def __init__(self) -> None:
+        super().__init__(PROJECT_NAME)
+        self.add_hookspecs(hookspecs)
+        self.records: list[PluginRecord] = []
+        self.hook_failures: list[HookFailure] = []
+        self.strict = False
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        # Like pytest: a callable named inferx_* is an implementation even
+        # without the marker, so a misspelt hook is reported, not ignored.
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and name.startswith(HOOK_PREFIX):
+            obj = getattr(plugin, name, None)
+            if callable(obj) and not isinstance(obj, type):
+                return {}
+        return opts
+
+    def record_for(self, name: str) -> PluginRecord | None:
+        return next((r for r in self.records if r.name == name), None)
+
+    def _fail(self, record: PluginRecord, message: str) -> None:
+        record.status = "error"
+        record.error = message
+        if self.strict:
+            raise PluginError(
+                f"plugin {record.name!r} ({record.distribution} {record.version}): {message}"
+            )
+
+    def load_plugin(self, obj: Any, record: PluginRecord) -> None:
+        """Register ``obj`` under ``record.name`` and validate its hooks."""
+        self.records.append(record)
+        try:
+            self.register(obj, name=record.name)
+        except Exception as exc:  # any plugin error is reported, not fatal
+            self._unregister_quietly(record.name)
+            self._fail(record, f"registration failed: {type(exc).__name__}: {exc}")
+            return
+        unknown = sorted(
+            caller.name for caller in (self.get_hookcallers(obj) or []) if caller.spec is None
+        )
+        if unknown:
+            self._unregister_quietly(record.name)
+            self._fail(
+                record,
+                f"implements unknown hook(s) {', '.join(unknown)}; "
+                "docs/hooks.md lists the hook names",
+            )
+            return
+        record.hooks = sorted(c.name for c in (self.get_hookcallers(obj) or []))
+
+    def _unregister_quietly(self, name: str) -> None:
+        plugin = self.get_plugin(name)
+        if plugin is not None:
+            self.unregister(plugin=plugin, name=name)
+        # pluggy leaves spec-less callers behind; drop them so later
+        # check_pending() calls see only healthy plugins.
+        for hook_name in [n for n in vars(self.hook) if n.startswith(HOOK_PREFIX)]:
+            caller = getattr(self.hook, hook_name)
+            if caller.spec is None and not caller.get_hookimpls():
+                delattr(self.hook, hook_name)
+
+    # -- calling hooks so that one plugin's failure stays its own ----------
+    def call_each(self, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Call every implementation of a list hook; a raising plugin is recorded, not fatal.
+
+        Returns (plugin name, answer) pairs in pluggy's call order, skipping
+        None answers.
+        """
+        answers: list[tuple[str, Any]] = []
+        for impl in reversed(getattr(self.hook, hook_name).get_hookimpls()):
+            try:
+                result = impl.function(*(kwargs[arg] for arg in impl.argnames))
+            except Exception as exc:  # recorded against the plugin, never fatal
+                if self.strict:
+                    raise PluginHookError(impl.plugin_name, hook_name, exc) from exc
+                self.hook_failures.append(
+                    HookFailure(impl.plugin_name, hook_name, f"{type(exc).__name__}: {exc}")
+                )
+                continue
+            if result is not None:
+                answers.append((impl.plugin_name, result))
+        return answers
+
+    def call_first(self, hook_name: str, **kwargs: Any) -> tuple[str, Any] | tuple[None, None]:
+        """Call a firstresult hook; a raising plugin raises PluginHookError naming it."""
+        for impl in reversed(getattr(self.hook, hook_name).get_hookimpls()):
+            try:
+                result = impl.function(*(kwargs[arg] for arg in impl.argnames))
+            except Exception as exc:
+                raise PluginHookError(impl.plugin_name, hook_name, exc) from exc
+            if result is not None:
+                return impl.plugin_name, result
+        return None, None
+
+    def distribution_of(self, plugin_name: str) -> str:
+        record = self.record_for(plugin_name)
+        return record.distribution if record else "?"
+
+
+def _env_list(env: Mapping[str, str], key: str) -> list[str] | None:
+    if key not in env:
+        return None
+    return [item.strip() for item in env[key].split(",") if item.strip()]
+
+
+def _dist_of(ep: metadata.EntryPoint) -> tuple[str, str]:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return "?", "?"
+    return dist.metadata["Name"] or dist.name, dist.version
+
+
+def iter_entry_points() -> list[metadata.EntryPoint]:
+    """Entry points of group ``inferx``, each (distribution, name) once.
+
+    The same distribution can be seen twice when it sits on two sys.path
+    entries (an editable install plus a copy); it is loaded once.
+    """
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist, _ = _dist_of(ep)
+        key = (dist.lower().replace("_", "-"), ep.name)
+        if key in seen:
+            continue
+        seen.add(key)
+        unique.append(ep)
+    return unique
+
+
+def get_plugin_manager(
+    *,
+    load_entry_points: bool = True,
+    builtins: bool = True,
+    extra_plugins: Iterable[tuple[str, Any]] = (),
+    env: Mapping[str, str] | None = None,
+) -> InferxPluginManager:
+    """Build a plugin manager: built-ins, then entry points, then ``extra_plugins``.
+
+    ``env`` defaults to ``os.environ`` (INFERX_PLUGINS, INFERX_DISABLE_PLUGINS,
+    INFERX_STRICT_PLUGINS are read from it).
+    """
+    env = os.environ if env is None else env
+    pm = InferxPluginManager()
+    pm.strict = env.get("INFERX_STRICT_PLUGINS", "").strip().lower() not in ("", "0", "false", "no")
+    allow = _env_list(env, "INFERX_PLUGINS")
+    block = set(_env_list(env, "INFERX_DISABLE_PLUGINS") or [])
+
+    if builtins:
+        for name, module_name in BUILTIN_PLUGINS:
+            record = PluginRecord(
+                name=f"inferx.{name}",
+                distribution=CORE_DISTRIBUTION,
+                version=__version__,
+                builtin=True,
+                entry_point=module_name,
+            )
+            pm.load_plugin(importlib.import_module(module_name), record)
+
+    if load_entry_points:
+        for ep in iter_entry_points():
+            dist, version = _dist_of(ep)
+            record = PluginRecord(
+                name=ep.name, distribution=dist, version=version, entry_point=ep.value
+            )
+            if (allow is not None and ep.name not in allow) or ep.name in block:
+                record.status = "disabled"
+                why = "INFERX_DISABLE_PLUGINS" if ep.name in block else "INFERX_PLUGINS"
+                record.error = f"not loaded ({why})"
+                pm.records.append(record)
+                continue
+            if pm.get_plugin(ep.name) is not None:
+                other = pm.record_for(ep.name)
+                pm.records.append(record)
+                pm._fail(
+                    record,
+                    f"entry point name {ep.name!r} is already used by "
+                    f"{other.distribution if other else '?'}; rename one of them",
+                )
+                continue
+            try:
+                obj = ep.load()
+            except Exception as exc:  # reported by name, never fatal
+                pm.records.append(record)
+                pm._fail(record, f"import failed: {type(exc).__name__}: {exc}")
+                continue
+            pm.load_plugin(obj, record)
+
+    for name, obj in extra_plugins:
+        pm.load_plugin(obj, PluginRecord(name=name, distribution="(in-process)", version="-"))
+    return pm

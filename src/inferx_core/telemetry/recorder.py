@@ -10,13 +10,13 @@ unavailable with its reason. Nothing here invents a value.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from inferx_core.sdk.numbers import finite_or_none
 from inferx_core.sdk.sampler import Sampler, SamplerUnavailable
 
 MIN_INTERVAL_S = 0.01
@@ -41,15 +41,6 @@ class SamplerSeries:
         return list(seen)
 
 
-def _finite(value: float | None) -> float | None:
-    """NaN/inf readings (legal in Prometheus text) become 'not available', so strict
-    JSON results and statistics never see them."""
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
 class _SamplerThread(threading.Thread):
     def __init__(self, sampler: Sampler, series: SamplerSeries) -> None:
         super().__init__(name=f"inferx-sampler-{sampler.name}", daemon=True)
@@ -62,7 +53,8 @@ class _SamplerThread(threading.Thread):
 
     def read_once(self) -> None:
         try:
-            values = {k: _finite(v) for k, v in self.sampler.read().items()}
+            # NaN/inf readings (legal in Prometheus text) become "not available".
+            values = {k: finite_or_none(v) for k, v in self.sampler.read().items()}
         except Exception as exc:  # a failed read is a gap, never the end of the series
             if not self.closed.is_set():
                 self.series.errors.append((time.perf_counter_ns(), f"{type(exc).__name__}: {exc}"))

@@ -14,9 +14,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from inferx_core.config.models import BenchConfig, RunConfig, SweepConfig, is_bench, is_sweep
+from inferx_core.errors import UserFacingError
 
 
-class ConfigError(ValueError):
+class ConfigError(UserFacingError, ValueError):
     """A config file that cannot be used; ``str()`` is the message for the user."""
 
     def __init__(self, path: Path | str, problems: list[str]) -> None:
@@ -145,8 +146,6 @@ def load_run_configs(path: Path | str) -> list[RunConfig]:
     """A config file as the list of server configurations it describes."""
     config = load_config(path)
     if isinstance(config, BenchConfig):
-        from inferx_core.errors import UserFacingError
-
         raise UserFacingError(
             f"{path} is a bench config (base_url:); run it with `inferx bench {path}`"
         )

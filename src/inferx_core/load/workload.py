@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from inferx_core.errors import UserFacingError
 from inferx_core.load.lengths import (
     DEFAULT_LOGNORMAL_INPUT,
     DEFAULT_LOGNORMAL_OUTPUT,
@@ -56,7 +57,7 @@ _STREAM_PROMPT = 2
 _STREAM_TEXT = 3
 
 
-class DatasetError(ValueError):
+class DatasetError(UserFacingError, ValueError):
     """A dataset file is unusable; the message names file, line and fix."""
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from inferx_core.errors import UserFacingError
 from inferx_core.sdk.launch_spec import LaunchSpec
 from inferx_core.sdk.platform import Platform
 
@@ -95,7 +96,7 @@ class FixDecision(BaseModel):
     reason: str
 
 
-class DuplicateFixError(ValueError):
+class DuplicateFixError(UserFacingError, ValueError):
     pass
 
 

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import pluggy
 
 from inferx_core._version import __version__
+from inferx_core.errors import UserFacingError
 from inferx_core.sdk import hookspecs
 from inferx_core.sdk.markers import PROJECT_NAME
 
@@ -38,11 +39,11 @@ BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
 Status = Literal["ok", "error", "disabled"]
 
 
-class PluginError(RuntimeError):
+class PluginError(UserFacingError):
     """A plugin failed to load or validate (raised only in strict mode)."""
 
 
-class PluginHookError(RuntimeError):
+class PluginHookError(UserFacingError):
     """A plugin raised inside a hook whose answer the run needs."""
 
     def __init__(self, plugin: str, hook: str, error: BaseException) -> None:

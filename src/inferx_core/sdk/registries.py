@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from inferx_core.errors import UserFacingError
 from inferx_core.sdk.engine import EngineInfo
 from inferx_core.sdk.fixes import DuplicateFixError, Fix, ordered
 from inferx_core.sdk.launcher import LauncherInfo
@@ -16,11 +17,11 @@ from inferx_core.sdk.manager import InferxPluginManager
 from inferx_core.sdk.platform import Platform, PlatformNote, merge_platforms
 
 
-class EngineNotFoundError(LookupError):
+class EngineNotFoundError(UserFacingError, LookupError):
     pass
 
 
-class EngineConflictError(RuntimeError):
+class EngineConflictError(UserFacingError):
     pass
 
 

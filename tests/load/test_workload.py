@@ -14,7 +14,9 @@ from tokenizer_fixtures import FakeTokenizeServer
 
 import inferx_core.load.tokenizer as tokmod
 from inferx_core.load.lengths import LengthSpec
-from inferx_core.load.tokenizer import EstimateCounter, LocalTokenizer, ServerTokenizer
+from inferx_core.load.server_tokenizer import ServerTokenizer
+from inferx_core.load.token_counter import EstimateCounter
+from inferx_core.load.tokenizer import LocalTokenizer
 from inferx_core.load.workload import (
     DatasetError,
     PromptSpec,

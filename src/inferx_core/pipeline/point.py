@@ -24,7 +24,7 @@ from inferx_core.load.lengths import LengthSpec
 from inferx_core.load.progress import LoadProgress
 from inferx_core.load.records import RequestRecord
 from inferx_core.load.scheduler import LoadConfig, LoadScheduler, PreparedRequest, ScheduleResult
-from inferx_core.load.tokenizer import CounterResolution, resolve_token_counter
+from inferx_core.load.token_counter import CounterResolution, resolve_token_counter
 from inferx_core.load.workload import Workload as BuiltWorkload
 from inferx_core.load.workload import WorkloadSpec, build_workload
 from inferx_core.metrics.summarize import summarize

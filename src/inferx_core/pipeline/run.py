@@ -204,7 +204,7 @@ def run_server(
             handle.base_url, info.version_path, info.version_field
         )
         log.info("engine ready", server=sid, seconds=readiness.seconds)
-        from inferx_core.load.tokenizer import resolve_token_counter
+        from inferx_core.load.token_counter import resolve_token_counter
 
         tokenizer = cfg.workload.tokenizer
         counter = resolve_token_counter(

@@ -13,17 +13,12 @@ from hypothesis import strategies as st
 from tokenizer_fixtures import FakeTokenizeServer
 
 import inferx_core.load.tokenizer as tokmod
+from inferx_core.load.dataset import DatasetError, load_jsonl_dataset
 from inferx_core.load.lengths import LengthSpec
 from inferx_core.load.server_tokenizer import ServerTokenizer
 from inferx_core.load.token_counter import EstimateCounter
 from inferx_core.load.tokenizer import LocalTokenizer
-from inferx_core.load.workload import (
-    DatasetError,
-    PromptSpec,
-    WorkloadSpec,
-    build_workload,
-    load_jsonl_dataset,
-)
+from inferx_core.load.workload import PromptSpec, WorkloadSpec, build_workload
 
 # --------------------------------------------------------------------------
 # fixtures (hf_tok: tests/load/conftest.py)

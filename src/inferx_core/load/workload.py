@@ -1,6 +1,7 @@
 """Workloads: the prompts a run sends, each with its measured token count.
 
-Random prompts (``kind='random'`` or ``'lognormal'``) are built from seeded
+Random prompts (``kind='random'`` or ``'lognormal'``; the text itself comes
+from :mod:`inferx_core.load.prompt_text`) are built from seeded
 random token ids so that prompts share no prefix beyond a token or two
 (prefix caching cannot help; ``unique_prefix`` makes the very first tokens
 differ too), then made to hit their target length exactly:
@@ -17,6 +18,9 @@ Length conventions:
   chat template adds a model-specific overhead that is not included here
   (read it from the server's ``usage.prompt_tokens``).
 
+Dataset prompts (``kind='dataset'``) come from a JSONL file
+(:mod:`inferx_core.load.dataset`).
+
 With only an estimate counter exact lengths are impossible: prompts are word
 text cut to the estimated target and the workload is flagged ``estimated``.
 
@@ -26,7 +30,6 @@ Reproducible: the same spec, seed and tokenizer give the same prompts; prompt
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,12 +38,26 @@ from typing import Any, Literal
 
 import numpy as np
 
-from inferx_core.errors import UserFacingError
+from inferx_core.load.dataset import (
+    DatasetRecord,
+    Message,
+    bad_record,
+    load_jsonl_dataset,
+    message_texts,
+)
 from inferx_core.load.lengths import (
     DEFAULT_LOGNORMAL_INPUT,
     DEFAULT_LOGNORMAL_OUTPUT,
     LengthSpec,
     sample_lengths,
+)
+from inferx_core.load.prompt_text import (
+    STREAM_INPUT,
+    STREAM_OUTPUT,
+    content_values,
+    exact_random_texts,
+    fitted_word_texts,
+    stream_rng,
 )
 from inferx_core.load.tokenizer import TokenCounter, TokenSource, is_tokenizer
 
@@ -48,17 +65,15 @@ WorkloadKind = Literal["random", "lognormal", "dataset"]
 Api = Literal["completions", "chat"]
 UniformSemantics = Literal["inferencex", "vllm", "sglang", "fixed"]
 
-Message = dict[str, Any]
-
-# independent random streams derived from the seed
-_STREAM_INPUT = 0
-_STREAM_OUTPUT = 1
-_STREAM_PROMPT = 2
-_STREAM_TEXT = 3
-
-
-class DatasetError(UserFacingError, ValueError):
-    """A dataset file is unusable; the message names file, line and fix."""
+__all__ = [
+    "Api",
+    "PromptSpec",
+    "UniformSemantics",
+    "Workload",
+    "WorkloadKind",
+    "WorkloadSpec",
+    "build_workload",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,360 +213,102 @@ class Workload:
 
 
 # --------------------------------------------------------------------------
-# dataset
-
-
-@dataclass(frozen=True, slots=True)
-class DatasetRecord:
-    """One JSONL line: a prompt string or chat messages, optional output length."""
-
-    prompt: str | list[Message]
-    output_len: int | None
-    line: int
-
-
-_FORMAT_HELP = (
-    'each line must be a JSON object {"prompt": "...", "output_len": 128} '
-    'or {"messages": [{"role": "user", "content": "..."}]}'
-)
-
-
-def load_jsonl_dataset(path: str | Path) -> list[DatasetRecord]:
-    """Read a JSONL dataset; a bad line raises :class:`DatasetError` naming it."""
-    p = Path(path)
-    try:
-        raw = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError(f"{p}: cannot read dataset: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"{p}: not UTF-8 text ({exc}); fix: save the file as UTF-8 JSONL"
-        ) from exc
-    records: list[DatasetRecord] = []
-    for lineno, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        records.append(_parse_record(p, lineno, line))
-    if not records:
-        raise DatasetError(f"{p}: no records; fix: {_FORMAT_HELP}")
-    return records
-
-
-def _bad(p: Path, lineno: int, problem: str, fix: str) -> DatasetError:
-    return DatasetError(f"{p}:{lineno}: {problem}; fix: {fix}")
-
-
-def _parse_record(p: Path, lineno: int, line: str) -> DatasetRecord:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise _bad(
-            p, lineno, f"invalid JSON ({exc.msg} at column {exc.colno})", _FORMAT_HELP
-        ) from exc
-    if not isinstance(obj, dict):
-        raise _bad(p, lineno, f"expected a JSON object, got {type(obj).__name__}", _FORMAT_HELP)
-    has_prompt, has_messages = "prompt" in obj, "messages" in obj
-    if has_prompt and has_messages:
-        raise _bad(p, lineno, "has both 'prompt' and 'messages'", "keep exactly one of them")
-    if not has_prompt and not has_messages:
-        raise _bad(p, lineno, "has neither 'prompt' nor 'messages'", _FORMAT_HELP)
-    prompt: str | list[Message]
-    if has_prompt:
-        if not isinstance(obj["prompt"], str) or not obj["prompt"]:
-            raise _bad(
-                p, lineno, "'prompt' must be a non-empty string", 'write "prompt": "your text"'
-            )
-        prompt = obj["prompt"]
-    else:
-        prompt = _check_messages(p, lineno, obj["messages"])
-    out_len = obj.get("output_len")
-    if out_len is not None and (
-        isinstance(out_len, bool) or not isinstance(out_len, int) or out_len < 1
-    ):
-        raise _bad(
-            p,
-            lineno,
-            f"'output_len' must be an integer >= 1, got {out_len!r}",
-            'write e.g. "output_len": 128 or omit it',
-        )
-    return DatasetRecord(prompt=prompt, output_len=out_len, line=lineno)
-
-
-def _check_messages(p: Path, lineno: int, msgs: Any) -> list[Message]:
-    fix = 'write "messages": [{"role": "user", "content": "..."}]'
-    if not isinstance(msgs, list) or not msgs:
-        raise _bad(p, lineno, "'messages' must be a non-empty list", fix)
-    for j, m in enumerate(msgs):
-        if not isinstance(m, dict):
-            raise _bad(p, lineno, f"messages[{j}] is not an object", fix)
-        if not isinstance(m.get("role"), str) or not m["role"]:
-            raise _bad(p, lineno, f"messages[{j}] has no 'role' string", fix)
-        content = m.get("content")
-        if not isinstance(content, (str, list)):
-            raise _bad(
-                p, lineno, f"messages[{j}] 'content' must be a string or a list of parts", fix
-            )
-    return msgs
-
-
-def _message_texts(msgs: Sequence[Message]) -> list[str]:
-    """The text pieces of a message list (string contents and text parts)."""
-    out: list[str] = []
-    for m in msgs:
-        c = m.get("content")
-        if isinstance(c, str):
-            out.append(c)
-        elif isinstance(c, list):
-            for part in c:
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    out.append(part["text"])
-                elif isinstance(part, str):
-                    out.append(part)
-    return out
-
-
-# --------------------------------------------------------------------------
 # building
 
 
-def _rng(seed: int, *stream: int) -> np.random.Generator:
-    return np.random.default_rng([seed, *stream])
-
-
-def _content_values(counter: TokenCounter, texts: Sequence[str], chat: bool) -> list[int]:
-    """Token counts used as the length: with specials (completions) or content only (chat)."""
-    if chat and callable(getattr(type(counter), "encode_batch", None)):
-        return [len(x) for x in counter.encode_batch(list(texts))]  # type: ignore[attr-defined]
-    return counter.count_batch(list(texts))
-
-
-def _exact_random_texts(
-    tok: Any, targets: Sequence[int], seed: int, spec: WorkloadSpec, chat: bool
-) -> tuple[list[str], list[int]]:
-    """Random-token texts whose measured length equals each target when possible."""
-    n = len(targets)
-    cand = tok.candidate_ids()
-    refill = tok.refill_ids()
-    ncand, nrefill = len(cand), len(refill)
-    special: frozenset[int] = tok.special_ids
-    overhead = 0 if chat else int(tok.special_overhead)
-    rngs = [_rng(seed, _STREAM_PROMPT, i) for i in range(n)]
-
-    def fresh(i: int, k: int) -> list[int]:
-        if k <= 0:
-            return []
-        return cand[rngs[i].integers(0, ncand, size=k)].tolist()
-
-    def more(i: int, k: int) -> list[int]:
-        if k <= 0:
-            return []
-        return refill[rngs[i].integers(0, nrefill, size=k)].tolist()
-
-    body_targets = [max(0, t - overhead) for t in targets]
-    prefixes: list[list[int]] = [[] for _ in range(n)]
-    if spec.unique_prefix and n:
-        enc = tok.encode_batch([f"[{seed}-{i}]" for i in range(n)])
-        prefixes = [e if len(e) < bt else [] for e, bt in zip(enc, body_targets, strict=True)]
-    ids: list[list[int]] = [
-        prefixes[i] + fresh(i, body_targets[i] - len(prefixes[i])) for i in range(n)
+def _random_prompts(
+    spec: WorkloadSpec,
+    counter: TokenCounter,
+    n: int,
+    seed: int,
+    out_lens: list[int],
+    notes: list[str],
+) -> tuple[list[PromptSpec], dict[str, Any]]:
+    """Random (or log-normal) prompts fitted to lengths drawn from the spec."""
+    chat = spec.api == "chat"
+    estimated = counter.source == "estimate"
+    in_spec = spec.input_lengths()
+    targets = sample_lengths(in_spec, n, stream_rng(seed, STREAM_INPUT))
+    if is_tokenizer(counter):
+        texts, vals = exact_random_texts(
+            counter,
+            targets,
+            seed,
+            chat=chat,
+            unique_prefix=spec.unique_prefix,
+            max_rounds=spec.max_fix_iterations,
+        )
+    else:
+        texts, vals = fitted_word_texts(
+            counter, targets, seed, chat=chat, unique_prefix=spec.unique_prefix
+        )
+        notes.append(_count_only_note(counter, estimated))
+    prompts = [
+        PromptSpec(
+            prompt=[{"role": "user", "content": t}] if chat else t,
+            prompt_tokens=v,
+            target_prompt_tokens=tgt,
+            max_tokens=o,
+            estimated=estimated,
+        )
+        for t, v, tgt, o in zip(texts, vals, targets, out_lens, strict=True)
     ]
-
-    best_text: list[str | None] = [None] * n
-    best_val: list[int] = [0] * n
-    last_text: list[str] = [""] * n
-    last_val: list[int] = [0] * n
-    tries: list[int] = [0] * n
-    pending = list(range(n))
-    for _ in range(spec.max_fix_iterations):
-        if not pending:
-            break
-        texts = tok.decode_batch([ids[i] for i in pending])
-        meas = tok.measure_batch(texts)
-        nxt: list[int] = []
-        for i, text, (cnt, body) in zip(pending, texts, meas, strict=True):
-            val = len(body) if chat else cnt
-            last_text[i], last_val[i] = text, val
-            if not special.isdisjoint(body):
-                # the decoded text spells a special token: start this prompt over
-                ids[i] = prefixes[i] + fresh(i, body_targets[i] - len(prefixes[i]))
-                nxt.append(i)
-                continue
-            diff = val - targets[i]
-            if best_text[i] is None or abs(diff) < abs(best_val[i] - targets[i]):
-                best_text[i], best_val[i] = text, val
-            if diff == 0 or (diff > 0 and not body):
-                continue  # hit, or too short a target for the added specials
-            tries[i] += 1
-            if diff > 0:
-                # After a failed trim, cut deeper and refill with fresh ids: a
-                # cut inside a multi-byte character or a word re-encodes longer
-                # and plain trimming would cycle.
-                want = len(body) - diff
-                keep = max(0, want - (tries[i] - 1))
-                ids[i] = body[:keep] + more(i, want - keep)
-            else:
-                ids[i] = body + more(i, -diff)
-            nxt.append(i)
-        pending = nxt
-    out_texts: list[str] = []
-    out_vals: list[int] = []
-    for i in range(n):
-        bt = best_text[i]
-        if bt is None:
-            out_texts.append(last_text[i])
-            out_vals.append(last_val[i])
-        else:
-            out_texts.append(bt)
-            out_vals.append(best_val[i])
-    return out_texts, out_vals
+    return prompts, in_spec.describe()
 
 
-_WORDS_TEXT = (
-    "time year people way day man thing woman life child world school state family student "
-    "group country problem hand part place case week company system program question work "
-    "government number night point home water room mother area money story fact month lot "
-    "right study book eye job word business issue side kind head house service friend father "
-    "power hour game line end member law car city community name president team minute idea "
-    "kid body information back parent face others level office door health person art war "
-    "history party result change morning reason research girl guy moment air teacher force "
-    "education foot boy age policy music market sense nation plan college interest death "
-    "experience effect use class control care field development role effort rate heart drug "
-    "show leader light voice wife police mind price report decision son view relationship town "
-    "road arm difference value building action model season society tax director position "
-    "player record paper space ground form event official matter center couple site project "
-    "activity star table need court oil situation cost industry figure street image phone data "
-    "picture practice piece land product doctor wall patient worker news test movie north love "
-    "support technology step baby computer type attention film tree source organization hair "
-    "window evidence population site network bank green blue quick slow bright open simple"
-)
-_WORDS = tuple(_WORDS_TEXT.split())
+def _count_only_note(counter: TokenCounter, estimated: bool) -> str:
+    """Why the prompts are word text rather than exact-length token text."""
+    if estimated:
+        return (
+            "estimate counter: prompts are word text sized by an estimate; "
+            "real token counts are unknown"
+        )
+    why = getattr(counter, "decode_unavailable_reason", None)
+    return (
+        "counter cannot decode token ids"
+        + (f" ({why})" if why else "")
+        + ": prompts are random word text cut to length by the counter"
+    )
 
 
-def _fitted_word_texts(
-    counter: TokenCounter, targets: Sequence[int], seed: int, spec: WorkloadSpec, chat: bool
-) -> tuple[list[str], list[int]]:
-    """Count-only path: random word text cut on a character to the target count.
-
-    Searches the cut per prompt (interpolation with bisection as a safeguard,
-    all prompts in lockstep so each round is one batch call) for the shortest
-    prefix whose count reaches the target; keeps the closer of the two sides.
-    """
-    n = len(targets)
-    words = np.asarray(_WORDS)
-
-    def word_text(i: int, rnd: int, k: int) -> str:
-        return " ".join(words[_rng(seed, _STREAM_TEXT, i, rnd).integers(0, len(words), k)].tolist())
-
-    texts = [
-        (f"[{seed}-{i}] " if spec.unique_prefix else "") + word_text(i, 0, max(8, int(t * 1.5) + 8))
-        for i, t in enumerate(targets)
-    ]
-    vhi = _content_values(counter, texts, chat)
-    for rnd in range(1, 12):  # make every text long enough
-        short = [i for i in range(n) if vhi[i] < targets[i]]
-        if not short:
-            break
-        for i in short:
-            texts[i] += " " + word_text(i, rnd, max(8, 2 * (targets[i] - vhi[i]) + 8))
-        grown = _content_values(counter, [texts[i] for i in short], chat)
-        for i, v in zip(short, grown, strict=True):
-            vhi[i] = v
-    v0 = _content_values(counter, [""], chat)[0] if n else 0
-    lo, vlo = [0] * n, [v0] * n
-    hi = [len(s) for s in texts]
-    for i in range(n):
-        if v0 >= targets[i]:  # even the empty prompt reaches the target
-            hi[i], vhi[i] = 0, v0
-    bisect = [False] * n
-    while True:
-        active = [i for i in range(n) if hi[i] - lo[i] > 1 and vhi[i] >= targets[i] > vlo[i]]
-        if not active:
-            break
-        mids: list[int] = []
-        for i in active:
-            if bisect[i] or vhi[i] == vlo[i]:
-                m = (lo[i] + hi[i]) // 2
-            else:
-                frac = (targets[i] - 0.5 - vlo[i]) / (vhi[i] - vlo[i])
-                m = lo[i] + round(frac * (hi[i] - lo[i]))
-            mids.append(min(max(m, lo[i] + 1), hi[i] - 1))
-        cut = [texts[i][:m] for i, m in zip(active, mids, strict=True)]
-        for i, m, v in zip(active, mids, _content_values(counter, cut, chat), strict=True):
-            width = hi[i] - lo[i]
-            if v >= targets[i]:
-                hi[i], vhi[i] = m, v
-            else:
-                lo[i], vlo[i] = m, v
-            bisect[i] = (hi[i] - lo[i]) * 2 > width  # poor progress: bisect next
-    out_t: list[str] = []
-    out_v: list[int] = []
-    for i in range(n):
-        if vhi[i] - targets[i] <= targets[i] - vlo[i]:
-            out_t.append(texts[i][: hi[i]])
-            out_v.append(vhi[i])
-        else:
-            out_t.append(texts[i][: lo[i]])
-            out_v.append(vlo[i])
-    return out_t, out_v
+def _context_note(counter: TokenCounter, prompts: Sequence[PromptSpec]) -> str | None:
+    """A note when prompts plus max_tokens overflow the server's context length."""
+    max_len = getattr(counter, "max_model_len", None)
+    if not (isinstance(max_len, int) and max_len > 0):
+        return None
+    over = sum(1 for p in prompts if p.prompt_tokens + p.max_tokens > max_len)
+    if not over:
+        return None
+    return f"{over} prompts exceed the server's max_model_len={max_len} with max_tokens"
 
 
-def build_workload(spec: WorkloadSpec, counter: TokenCounter, n: int, seed: int) -> Workload:
-    """Build ``n`` prompts for ``spec``, measuring every length with ``counter``."""
+def _check_build_args(n: int, seed: int) -> None:
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+
+
+def build_workload(spec: WorkloadSpec, counter: TokenCounter, n: int, seed: int) -> Workload:
+    """Build ``n`` prompts for ``spec``, measuring every length with ``counter``."""
+    _check_build_args(n, seed)
     t0 = time.perf_counter()
     chat = spec.api == "chat"
     estimated = counter.source == "estimate"
     notes: list[str] = []
     out_spec = spec.output_lengths()
-    out_lens = sample_lengths(out_spec, n, _rng(seed, _STREAM_OUTPUT))
-
+    out_lens = sample_lengths(out_spec, n, stream_rng(seed, STREAM_OUTPUT))
     if spec.kind == "dataset":
-        prompts, in_desc = _dataset_prompts(spec, counter, n, out_lens, chat, estimated, notes)
+        prompts, in_desc = _dataset_prompts(spec, counter, n, out_lens, notes)
     else:
-        in_spec = spec.input_lengths()
-        in_desc = in_spec.describe()
-        targets = sample_lengths(in_spec, n, _rng(seed, _STREAM_INPUT))
-        if is_tokenizer(counter):
-            texts, vals = _exact_random_texts(counter, targets, seed, spec, chat)
-        else:
-            texts, vals = _fitted_word_texts(counter, targets, seed, spec, chat)
-            if estimated:
-                notes.append(
-                    "estimate counter: prompts are word text sized by an estimate; "
-                    "real token counts are unknown"
-                )
-            else:
-                why = getattr(counter, "decode_unavailable_reason", None)
-                notes.append(
-                    "counter cannot decode token ids"
-                    + (f" ({why})" if why else "")
-                    + ": prompts are random word text cut to length by the counter"
-                )
-        prompts = [
-            PromptSpec(
-                prompt=[{"role": "user", "content": t}] if chat else t,
-                prompt_tokens=v,
-                target_prompt_tokens=tgt,
-                max_tokens=o,
-                estimated=estimated,
-            )
-            for t, v, tgt, o in zip(texts, vals, targets, out_lens, strict=True)
-        ]
+        prompts, in_desc = _random_prompts(spec, counter, n, seed, out_lens, notes)
     if chat:
         notes.append(
             "chat: prompt_tokens counts message content only; the chat template's "
             "overhead is not included (measure it from usage.prompt_tokens)"
         )
-    max_len = getattr(counter, "max_model_len", None)
-    if isinstance(max_len, int) and max_len > 0:
-        over = sum(1 for p in prompts if p.prompt_tokens + p.max_tokens > max_len)
-        if over:
-            notes.append(
-                f"{over} prompts exceed the server's max_model_len={max_len} with max_tokens"
-            )
+    if (context_note := _context_note(counter, prompts)) is not None:
+        notes.append(context_note)
     misses = [abs(p.miss) for p in prompts if p.miss]
     return Workload(
         prompts=prompts,
@@ -570,27 +327,53 @@ def build_workload(spec: WorkloadSpec, counter: TokenCounter, n: int, seed: int)
     )
 
 
+# --------------------------------------------------------------------------
+# dataset prompts
+
+
+def _require_prompt_strings(path: Path, records: Sequence[DatasetRecord]) -> None:
+    for r in records:
+        if not isinstance(r.prompt, str):
+            raise bad_record(
+                path,
+                r.line,
+                "a 'messages' record cannot be sent to the completions API",
+                "use api='chat', or give a 'prompt' string instead",
+            )
+
+
+def _chat_prompts(
+    counter: TokenCounter, chosen: Sequence[DatasetRecord]
+) -> tuple[list[str | list[Message]], list[int]]:
+    """Each record as chat messages, with its content tokens summed over the text pieces."""
+    msgs = [
+        r.prompt if isinstance(r.prompt, list) else [{"role": "user", "content": r.prompt}]
+        for r in chosen
+    ]
+    pieces = [message_texts(m) for m in msgs]
+    flat = [s for ps in pieces for s in ps]
+    vals = content_values(counter, flat, True)
+    counts: list[int] = []
+    pos = 0
+    for ps in pieces:
+        counts.append(int(sum(vals[pos : pos + len(ps)])))
+        pos += len(ps)
+    return list(msgs), counts
+
+
 def _dataset_prompts(
     spec: WorkloadSpec,
     counter: TokenCounter,
     n: int,
     out_lens: list[int],
-    chat: bool,
-    estimated: bool,
     notes: list[str],
 ) -> tuple[list[PromptSpec], dict[str, Any]]:
     assert spec.dataset_path is not None
+    chat = spec.api == "chat"
     path = Path(spec.dataset_path)
     records = load_jsonl_dataset(path)
     if not chat:
-        for r in records:
-            if not isinstance(r.prompt, str):
-                raise _bad(
-                    path,
-                    r.line,
-                    "a 'messages' record cannot be sent to the completions API",
-                    "use api='chat', or give a 'prompt' string instead",
-                )
+        _require_prompt_strings(path, records)
     chosen = [records[i % len(records)] for i in range(n)]
     if n > len(records):
         notes.append(
@@ -598,30 +381,18 @@ def _dataset_prompts(
             "(repeated prompts can hit the prefix cache)"
         )
     if chat:
-        msgs = [
-            r.prompt if isinstance(r.prompt, list) else [{"role": "user", "content": r.prompt}]
-            for r in chosen
-        ]
-        pieces = [_message_texts(m) for m in msgs]
-        flat = [s for ps in pieces for s in ps]
-        vals = _content_values(counter, flat, True)
-        counts: list[int] = []
-        pos = 0
-        for ps in pieces:
-            counts.append(int(sum(vals[pos : pos + len(ps)])))
-            pos += len(ps)
-        prompt_objs: list[str | list[Message]] = list(msgs)
+        prompt_objs, counts = _chat_prompts(counter, chosen)
     else:
         texts = [r.prompt for r in chosen]
         counts = counter.count_batch(texts)  # type: ignore[arg-type]
-        prompt_objs = list(texts)  # type: ignore[arg-type]
+        prompt_objs = list(texts)
     prompts = [
         PromptSpec(
             prompt=po,
             prompt_tokens=c,
             target_prompt_tokens=c,
             max_tokens=r.output_len if r.output_len is not None else o,
-            estimated=estimated,
+            estimated=counter.source == "estimate",
         )
         for po, c, r, o in zip(prompt_objs, counts, chosen, out_lens, strict=True)
     ]

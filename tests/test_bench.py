@@ -10,8 +10,9 @@ import pytest
 
 from inferx_core.cli.main import main
 from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
+from inferx_core.config.points import LoadPoint
 from inferx_core.load.token_counter import resolve_token_counter
-from inferx_core.pipeline.point import BenchTarget, LoadPoint, run_bench, run_point
+from inferx_core.pipeline.point import BenchTarget, run_bench, run_point
 from inferx_core.results.files import is_complete
 from inferx_core.testing import ServerProcess
 

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from inferx_core.config.loader import ConfigError, load_config, load_run_configs
-from inferx_core.config.models import LoadProfile, RunConfig, SweepConfig
+from inferx_core.config.models import LoadProfile, RunConfig
+from inferx_core.config.sweep import SweepConfig
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

@@ -347,7 +347,7 @@ CONFIG_EXAMPLES = [("example.yaml", b) for b in code_blocks(CONFIG_TEXT, "yaml")
 @pytest.mark.parametrize("index", range(len(CONFIG_EXAMPLES)))
 def test_configuration_examples_validate(index: int) -> None:
     from inferx_core.config.loader import parse_config_text
-    from inferx_core.config.models import SweepConfig
+    from inferx_core.config.sweep import SweepConfig
 
     name, text = CONFIG_EXAMPLES[index]
     config = parse_config_text(text, name)

@@ -23,9 +23,10 @@ import psutil
 import pytest
 
 from inferx_core.config.models import RunConfig
+from inferx_core.config.points import point_ids, server_id
 from inferx_core.launch.process import port_is_free
 from inferx_core.pipeline.point import PointOutcome
-from inferx_core.pipeline.run import RunSummary, point_ids, run_configs, server_id
+from inferx_core.pipeline.run import RunSummary, run_configs
 from inferx_core.results.files import read_result, result_path
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform

@@ -10,19 +10,19 @@ import pytest
 from pydantic import Field, ValidationError
 
 from inferx_core.cli.filters import add_filter_arguments, apply_filters
-from inferx_core.config.models import RunConfig, SweepConfig, SweepMatrix
+from inferx_core.config.axes import ConcurrencyRange, Precision, geometric_range
+from inferx_core.config.models import RunConfig
+from inferx_core.config.points import point_ids, server_id
 from inferx_core.config.sweep import (
-    ConcurrencyRange,
-    Precision,
+    SweepConfig,
     SweepError,
+    SweepMatrix,
     count_points,
     expand_sweep,
     filter_runs,
-    geometric_range,
     scenario_matches,
 )
 from inferx_core.errors import UserFacingError
-from inferx_core.pipeline.run import point_ids, server_id
 
 
 class Matrix(SweepMatrix):

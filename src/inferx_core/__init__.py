@@ -33,7 +33,7 @@ _LAZY_EXPORTS = {
     "LauncherInfo": "inferx_core.sdk.launcher",
     "ServerConfig": "inferx_core.config.models",
     "RunConfig": "inferx_core.config.models",
-    "SweepConfig": "inferx_core.config.models",
+    "SweepConfig": "inferx_core.config.sweep",
     "get_plugin_manager": "inferx_core.sdk.manager",
 }
 
@@ -76,7 +76,8 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from inferx_core.config.models import RunConfig, ServerConfig, SweepConfig
+    from inferx_core.config.models import RunConfig, ServerConfig
+    from inferx_core.config.sweep import SweepConfig
     from inferx_core.sdk.engine import EngineInfo
     from inferx_core.sdk.fixes import Fix, FixContext, FixVerdict
     from inferx_core.sdk.launch_spec import LaunchSpec, Mount, PreflightWait

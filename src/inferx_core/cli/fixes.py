@@ -54,7 +54,7 @@ def _servers(pm: Any, config: str | None) -> list[tuple[str, Any]]:
             for name, entry in sorted(registry.engines.items())
         ]
     from inferx_core.config.loader import load_run_configs
-    from inferx_core.pipeline.run import server_id
+    from inferx_core.config.points import server_id
 
     servers = []
     for cfg in load_run_configs(config):

@@ -113,7 +113,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 # -- schema ------------------------------------------------------------------
 def cmd_schema(args: argparse.Namespace) -> int:
-    from inferx_core.config.models import RunConfig, SweepConfig
+    from inferx_core.config.models import RunConfig
+    from inferx_core.config.sweep import SweepConfig
 
     model = SweepConfig if args.kind == "sweep" else RunConfig
     _print_json(model.model_json_schema())

@@ -124,8 +124,8 @@ def plan(
     configs: list[Any], pm: Any, platform: Any, output_dir: Path | None = None
 ) -> list[dict[str, Any]]:
     """The resolved launch of every server configuration, without starting anything."""
+    from inferx_core.config.points import point_ids, server_id
     from inferx_core.launch.resolve import resolve_launch
-    from inferx_core.pipeline.run import point_ids, server_id
     from inferx_core.sdk.redact import redact
     from inferx_core.sdk.registries import engine_registry, launchers
 

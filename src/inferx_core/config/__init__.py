@@ -1,12 +1,22 @@
-"""Configuration: run, sweep and bench models, the YAML loader, sweep expansion, point ids."""
+"""Configuration: run, sweep and bench models, the YAML loader, sweep expansion, point ids.
+
+Inside the package, lower modules never import higher ones: ``base`` (the
+strict model) <- ``axes`` (ranges, precisions) <- ``models`` (run, server,
+bench) <- ``points`` (load points, server and point ids) <- ``sweep`` (the
+matrix, its expansion and filters) <- ``loader``.
+"""
 
 from __future__ import annotations
 
 from typing import Any
+
+#: names the pre-0.2 module inferx_core.config held that now live in config.sweep
+_SWEEP_NAMES = frozenset({"Scenario", "SweepConfig", "SweepMatrix"})
 
 
 def __getattr__(name: str) -> Any:
     # inferx_core.config was a module before 0.2: its names still resolve (deprecated).
     from inferx_core._compat import lazy_reexport
 
-    return lazy_reexport(__name__, "inferx_core.config.models", name)
+    target = "inferx_core.config.sweep" if name in _SWEEP_NAMES else "inferx_core.config.models"
+    return lazy_reexport(__name__, target, name)

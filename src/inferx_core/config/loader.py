@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from inferx_core.config.models import BenchConfig, RunConfig, SweepConfig, is_bench, is_sweep
+from inferx_core.config.models import BenchConfig, RunConfig, is_bench, is_sweep
+from inferx_core.config.sweep import SweepConfig
 from inferx_core.errors import UserFacingError
 
 

@@ -14,19 +14,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import Field, model_validator
 
-from inferx_core.config.sweep import ConcurrencyRange, Precision
+from inferx_core.config.base import StrictModel
 
 RangeSemantics = Literal["inferencex", "vllm", "sglang", "fixed"]
 ApiKind = Literal["completions", "chat"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
-
-
-class Parallelism(_Strict):
+class Parallelism(StrictModel):
     """How the model is split over GPUs. GPUs used = tp x pp x dp (see ``gpus``)."""
 
     tp: int = Field(default=1, ge=1, description="Tensor parallel size")
@@ -48,7 +44,7 @@ class Parallelism(_Strict):
 ArgValue = str | int | float | bool | list[str] | None
 
 
-class ServerConfig(_Strict):
+class ServerConfig(StrictModel):
     """One engine server: what to launch and how. Launched once for all its load points."""
 
     engine: str = Field(description="Engine name registered by a plugin (see `inferx plugins`)")
@@ -101,7 +97,7 @@ class ServerConfig(_Strict):
         return self.parallelism.gpus
 
 
-class LognormalMix(_Strict):
+class LognormalMix(StrictModel):
     """Production-like lengths: log-normal, clipped. Defaults: inputs mostly 128-512."""
 
     input_median: float = Field(default=256, gt=0)
@@ -122,7 +118,7 @@ class LognormalMix(_Strict):
         return self
 
 
-class Workload(_Strict):
+class Workload(StrictModel):
     """What each request asks for."""
 
     api: ApiKind = "completions"
@@ -154,7 +150,7 @@ class Workload(_Strict):
         return self
 
 
-class LoadProfile(_Strict):
+class LoadProfile(StrictModel):
     """How hard to push: closed loop over concurrencies, or open loop at a rate."""
 
     concurrency: list[int] | None = Field(
@@ -190,7 +186,7 @@ class LoadProfile(_Strict):
         return self
 
 
-class SLO(_Strict):
+class SLO(StrictModel):
     """Service-level objectives for goodput: a request is good when it meets every one given."""
 
     ttft_ms: float | None = Field(default=None, gt=0)
@@ -202,7 +198,7 @@ class SLO(_Strict):
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
-class HardwareCost(_Strict):
+class HardwareCost(StrictModel):
     """Price and power per GPU; None falls back to the built-in table for ``gpu_type``."""
 
     gpu_type: str | None = Field(default=None, description="H100, H200, B200, MI300X, ...")
@@ -226,49 +222,7 @@ class RunConfig(ServerConfig):
         return ServerConfig(**{k: v for k, v in self if k in fields})
 
 
-class Scenario(_Strict):
-    """An ISL/OSL pair with a name (InferenceX: chat 1k/1k, reasoning 1k/8k, summarize 8k/1k)."""
-
-    name: str
-    isl: int = Field(ge=1)
-    osl: int = Field(ge=1)
-
-
-class SweepMatrix(_Strict):
-    """Axes to cross; each non-empty list multiplies the points."""
-
-    engine: list[str] = Field(default_factory=list)
-    model: list[str] = Field(default_factory=list)
-    tp: list[PositiveInt] = Field(default_factory=list)
-    dp: list[PositiveInt] = Field(default_factory=list)
-    ep: list[PositiveInt] = Field(default_factory=list)
-    kv_cache_dtype: list[str] = Field(default_factory=list)
-    precision: list[Precision] = Field(
-        default_factory=list,
-        description="Precisions to cross: {name, dtype, quantization, kv_cache_dtype}",
-    )
-    scenarios: list[Scenario] = Field(default_factory=list)
-    concurrency: list[PositiveInt] = Field(default_factory=list)
-    concurrency_range: ConcurrencyRange | None = Field(
-        default=None,
-        description="Geometric levels {start, stop, factor: 2}; merged with concurrency",
-    )
-
-
-class SweepConfig(_Strict):
-    """A base run crossed with a matrix of variations."""
-
-    base: RunConfig
-    matrix: SweepMatrix = Field(default_factory=SweepMatrix)
-
-    def expand(self) -> list[RunConfig]:
-        """One RunConfig per server configuration x precision x scenario (load levels inside)."""
-        from inferx_core.config.sweep import expand_sweep
-
-        return expand_sweep(self.base, self.matrix)
-
-
-class BenchConfig(_Strict):
+class BenchConfig(StrictModel):
     """A benchmark against a server that is already running (``inferx bench``)."""
 
     base_url: str = Field(pattern=r"^https?://", description="e.g. http://127.0.0.1:8000")

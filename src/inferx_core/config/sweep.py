@@ -21,125 +21,86 @@ A precision's ``quantization`` becomes the engine flag ``--quantization``
 appended to the run name, as a scenario's is, so point ids stay readable and
 unique. Two combinations that would write the same point id are an error.
 
-This module imports only pydantic at load; it never imports ``config`` at
-module level (``config`` imports the two models defined here).
+The sweep models live here, above the run models they cross
+(:mod:`inferx_core.config.models`) and the point ids they must keep unique
+(:mod:`inferx_core.config.points`).
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, PositiveInt
 
+from inferx_core.config.axes import ConcurrencyRange, Precision
+from inferx_core.config.base import StrictModel
+from inferx_core.config.models import RunConfig
+from inferx_core.config.points import point_ids
 from inferx_core.errors import UserFacingError
 
-if TYPE_CHECKING:
-    from inferx_core.config.models import RunConfig
-
 __all__ = [
-    "ConcurrencyRange",
-    "Precision",
+    "Scenario",
+    "SweepConfig",
     "SweepError",
+    "SweepMatrix",
     "count_points",
     "expand_sweep",
     "filter_runs",
-    "geometric_range",
     "scenario_matches",
 ]
-
-MAX_RANGE_POINTS = 64
 
 
 class SweepError(UserFacingError, ValueError):
     """A sweep that cannot be expanded (e.g. two combinations share a point id)."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+class Scenario(StrictModel):
+    """An ISL/OSL pair with a name (InferenceX: chat 1k/1k, reasoning 1k/8k, summarize 8k/1k)."""
+
+    name: str
+    isl: int = Field(ge=1)
+    osl: int = Field(ge=1)
 
 
-def geometric_range(start: int, stop: int, factor: float = 2) -> list[int]:
-    """``start, start*factor, start*factor**2, ...`` up to and including ``stop``.
+class SweepMatrix(StrictModel):
+    """Axes to cross; each non-empty list multiplies the points."""
 
-    Values are rounded to integers and deduplicated; ``stop`` is included
-    only when the progression reaches it (4..100 by 2 is 4, 8, 16, 32, 64).
-
-    >>> geometric_range(4, 256)
-    [4, 8, 16, 32, 64, 128, 256]
-    """
-    if isinstance(start, bool) or isinstance(stop, bool):
-        raise ValueError("start and stop must be integers")
-    if int(start) != start or int(stop) != stop:
-        raise ValueError(f"start and stop must be integers, got {start!r} and {stop!r}")
-    start, stop = int(start), int(stop)
-    if start < 1:
-        raise ValueError(f"start must be >= 1, got {start}")
-    if stop < start:
-        raise ValueError(f"stop ({stop}) must be >= start ({start})")
-    if not math.isfinite(factor) or factor <= 1:
-        raise ValueError(f"factor must be > 1, got {factor!r}")
-    out: list[int] = []
-    k = 0
-    while True:
-        # Exact integer powers where possible (no drift for factor 2, 4, ...).
-        value = start * factor**k
-        level = round(value)
-        if level > stop:
-            break
-        if not out or level != out[-1]:
-            out.append(level)
-        if len(out) > MAX_RANGE_POINTS:
-            raise ValueError(
-                f"range {start}..{stop} by {factor} has more than {MAX_RANGE_POINTS} levels"
-            )
-        k += 1
-    return out
-
-
-class ConcurrencyRange(_Strict):
-    """A geometric range of concurrency levels: start, start*factor, ... <= stop."""
-
-    start: int = Field(ge=1, description="First level")
-    stop: int = Field(ge=1, description="Last level allowed (included when reached)")
-    factor: float = Field(default=2, gt=1, description="Multiplier between levels")
-
-    @model_validator(mode="after")
-    def _valid(self) -> ConcurrencyRange:
-        self.levels()  # raises ValueError with the reason
-        return self
-
-    def levels(self) -> list[int]:
-        return geometric_range(self.start, self.stop, self.factor)
-
-
-class Precision(_Strict):
-    """One precision setting: weights dtype, quantization method, KV-cache dtype."""
-
-    name: str = Field(min_length=1, description="Label used in run names and point ids")
-    dtype: str | None = Field(default=None, description="Activation/weight dtype (--dtype)")
-    quantization: str | None = Field(
-        default=None, description="Quantization method, passed as engine_args.quantization"
+    engine: list[str] = Field(default_factory=list)
+    model: list[str] = Field(default_factory=list)
+    tp: list[PositiveInt] = Field(default_factory=list)
+    dp: list[PositiveInt] = Field(default_factory=list)
+    ep: list[PositiveInt] = Field(default_factory=list)
+    kv_cache_dtype: list[str] = Field(default_factory=list)
+    precision: list[Precision] = Field(
+        default_factory=list,
+        description="Precisions to cross: {name, dtype, quantization, kv_cache_dtype}",
     )
-    kv_cache_dtype: str | None = Field(default=None, description="KV-cache dtype")
+    scenarios: list[Scenario] = Field(default_factory=list)
+    concurrency: list[PositiveInt] = Field(default_factory=list)
+    concurrency_range: ConcurrencyRange | None = Field(
+        default=None,
+        description="Geometric levels {start, stop, factor: 2}; merged with concurrency",
+    )
 
-    def apply(self, data: dict[str, Any]) -> None:
-        """Set this precision on a RunConfig dump (in place)."""
-        if self.dtype is not None:
-            data["dtype"] = self.dtype
-        if self.kv_cache_dtype is not None:
-            data["kv_cache_dtype"] = self.kv_cache_dtype
-        if self.quantization is not None:
-            data.setdefault("engine_args", {})["quantization"] = self.quantization
+
+class SweepConfig(StrictModel):
+    """A base run crossed with a matrix of variations."""
+
+    base: RunConfig
+    matrix: SweepMatrix = Field(default_factory=SweepMatrix)
+
+    def expand(self) -> list[RunConfig]:
+        """One RunConfig per server configuration x precision x scenario (load levels inside)."""
+        return expand_sweep(self.base, self.matrix)
 
 
 def _join_name(data: dict[str, Any], label: str) -> None:
     data["name"] = "-".join(filter(None, [data.get("name"), label]))
 
 
-def _concurrency_levels(matrix: Any) -> list[int]:
+def _concurrency_levels(matrix: SweepMatrix) -> list[int]:
     levels = set(getattr(matrix, "concurrency", None) or [])
     rng = getattr(matrix, "concurrency_range", None)
     if rng is not None:
@@ -147,18 +108,16 @@ def _concurrency_levels(matrix: Any) -> list[int]:
     return sorted(levels)
 
 
-def expand_sweep(base: RunConfig, matrix: Any) -> list[RunConfig]:
+def expand_sweep(base: RunConfig, matrix: SweepMatrix) -> list[RunConfig]:
     """One RunConfig per server configuration x precision x scenario.
 
-    ``matrix`` is a :class:`~inferx_core.config.models.SweepMatrix`; the axes read
+    ``matrix`` is a :class:`SweepMatrix` (or a subclass); the axes read
     are engine, model, tp, dp, ep, kv_cache_dtype, precision, scenarios, and
     concurrency plus concurrency_range (merged, sorted), any of them absent or
     empty. Order is stable (the product in that axis order), so point ids and
     their order do not change between runs. Raises ValueError when two
     combinations would write the same point id.
     """
-    from inferx_core.config.models import RunConfig
-
     axes: list[list[tuple[str, Any]]] = []
     for key in ("engine", "model", "tp", "dp", "ep", "kv_cache_dtype"):
         values = getattr(matrix, key, None) or []
@@ -197,8 +156,6 @@ def expand_sweep(base: RunConfig, matrix: Any) -> list[RunConfig]:
 
 
 def _check_unique_points(runs: Sequence[RunConfig]) -> None:
-    from inferx_core.pipeline.run import point_ids
-
     seen: dict[str, int] = {}
     for index, run in enumerate(runs):
         for _, pid in point_ids(run):

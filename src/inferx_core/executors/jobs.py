@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.config.models import RunConfig
+from inferx_core.config.points import point_ids, server_id
 from inferx_core.errors import UserFacingError
 from inferx_core.results.files import is_complete, utc_now, write_json_atomic
 from inferx_core.sdk.redact import REDACTED, redact
@@ -62,8 +63,6 @@ class Plan:
 
 def plan_units(configs: list[RunConfig], output_dir: Path | None) -> Plan:
     """Units for every configuration that still has a point to measure (resume semantics)."""
-    from inferx_core.pipeline.run import point_ids, server_id
-
     plan = Plan()
     seen: set[str] = set()
     for cfg in configs:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
+from inferx_core.config.points import LoadPoint, load_points, point_id_for, slug
 from inferx_core.load.client import ConnectionPool, build_chat_payload, build_completions_payload
 from inferx_core.load.lengths import LengthSpec
 from inferx_core.load.progress import LoadProgress
@@ -32,7 +33,6 @@ from inferx_core.results.files import (
     requests_path,
     result_header,
     result_path,
-    slug,
     telemetry_path,
     utc_now,
     write_json_atomic,
@@ -49,22 +49,6 @@ ABORT_POLL_S = 0.25
 AbortCheck = Callable[[], "str | None"]
 
 
-@dataclass(frozen=True)
-class LoadPoint:
-    """One load level: closed loop at ``concurrency`` or open loop at ``request_rate``."""
-
-    concurrency: int | None = None
-    request_rate: float | None = None
-    max_concurrency: int | None = None
-
-    @property
-    def key(self) -> str:
-        if self.request_rate is not None:
-            cap = f"-cap{self.max_concurrency}" if self.max_concurrency else ""
-            return f"r{self.request_rate:g}{cap}"
-        return f"c{self.concurrency}"
-
-
 @dataclass
 class PointOutcome:
     """What one load point produced (the result dict is what was written)."""
@@ -77,15 +61,6 @@ class PointOutcome:
     @property
     def status(self) -> str:
         return str(self.result.get("status"))
-
-
-def load_points(load: LoadProfile) -> list[LoadPoint]:
-    if load.request_rate is not None:
-        return [
-            LoadPoint(request_rate=r, max_concurrency=load.max_concurrency)
-            for r in load.request_rate
-        ]
-    return [LoadPoint(concurrency=c) for c in load.concurrency or [1]]
 
 
 def prompts_for(point: LoadPoint, load: LoadProfile) -> int:
@@ -390,11 +365,6 @@ def run_point(
     if interrupted:
         raise KeyboardInterrupt
     return PointOutcome(point_id, out, records, path)
-
-
-def point_id_for(prefix: str, workload: Workload, point: LoadPoint) -> str:
-    shape = f"isl{workload.isl}-osl{workload.osl}" if workload.kind == "random" else workload.kind
-    return slug(f"{prefix}-{workload.api}-{shape}-{point.key}")
 
 
 def run_bench(

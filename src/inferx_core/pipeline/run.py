@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.config.models import RunConfig, ServerConfig
+from inferx_core.config.points import LoadPoint, point_ids, server_id
 from inferx_core.errors import UserFacingError
 from inferx_core.launch.preflight import run_preflight
 from inferx_core.launch.process import free_port
@@ -29,17 +30,13 @@ from inferx_core.launch.readiness import (
 from inferx_core.launch.resolve import ResolvedLaunch, resolve_launch
 from inferx_core.pipeline.point import (
     BenchTarget,
-    LoadPoint,
     PointOutcome,
-    load_points,
-    point_id_for,
     run_point,
 )
 from inferx_core.results.files import (
     is_complete,
     result_header,
     result_path,
-    slug,
     write_json_atomic,
 )
 from inferx_core.sdk.launcher import ServerHandle
@@ -68,27 +65,6 @@ class RunSummary:
     @property
     def ok(self) -> bool:
         return not self.failed
-
-
-def server_id(cfg: RunConfig) -> str:
-    """Readable and unique per server configuration: [name-]model-engine-parallelism."""
-    par = cfg.parallelism
-    model = cfg.model.rstrip("/").rsplit("/", 1)[-1]
-    parts = [*([cfg.name] if cfg.name else []), model, cfg.engine, f"tp{par.tp}"]
-    if par.pp > 1:
-        parts.append(f"pp{par.pp}")
-    if par.dp > 1:
-        parts.append(f"dp{par.dp}")
-    if par.ep:
-        parts.append(f"ep{par.ep}")
-    if cfg.kv_cache_dtype:
-        parts.append(f"kv{cfg.kv_cache_dtype}")
-    return slug("-".join(parts))
-
-
-def point_ids(cfg: RunConfig) -> list[tuple[LoadPoint, str]]:
-    sid = server_id(cfg)
-    return [(p, point_id_for(sid, cfg.workload, p)) for p in load_points(cfg.load)]
 
 
 def _failed_result(point_id: str, reason: str, extra: dict[str, Any]) -> dict[str, Any]:

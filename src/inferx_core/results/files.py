@@ -100,11 +100,3 @@ def is_complete(output_dir: Path, point_id: str) -> bool:
     except (OSError, json.JSONDecodeError):
         return False
     return data.get("schema_version") == SCHEMA_VERSION and data.get("status") == "ok"
-
-
-def slug(text: str) -> str:
-    """A readable, filesystem-safe id fragment."""
-    out = "".join(c if c.isalnum() or c in "-_." else "-" for c in text.strip())
-    while "--" in out:
-        out = out.replace("--", "-")
-    return out.strip("-.") or "x"

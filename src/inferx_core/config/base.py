@@ -1,0 +1,11 @@
+"""The base of every configuration model: unknown keys are errors, defaults are validated."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class StrictModel(BaseModel):
+    """A config section: a misspelt key is an error, never silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)

@@ -1,0 +1,75 @@
+"""Load points and the ids of servers and points: readable, stable, unique per result file.
+
+A server configuration is launched once and measured at each of its load
+points; a point's id names its result file (``<id>.json``), so expansion,
+resume, job planning and the runner all derive ids here, from the config
+alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inferx_core.config.models import LoadProfile, RunConfig, Workload
+
+__all__ = ["LoadPoint", "load_points", "point_id_for", "point_ids", "server_id", "slug"]
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """One load level: closed loop at ``concurrency`` or open loop at ``request_rate``."""
+
+    concurrency: int | None = None
+    request_rate: float | None = None
+    max_concurrency: int | None = None
+
+    @property
+    def key(self) -> str:
+        if self.request_rate is not None:
+            cap = f"-cap{self.max_concurrency}" if self.max_concurrency else ""
+            return f"r{self.request_rate:g}{cap}"
+        return f"c{self.concurrency}"
+
+
+def load_points(load: LoadProfile) -> list[LoadPoint]:
+    if load.request_rate is not None:
+        return [
+            LoadPoint(request_rate=r, max_concurrency=load.max_concurrency)
+            for r in load.request_rate
+        ]
+    return [LoadPoint(concurrency=c) for c in load.concurrency or [1]]
+
+
+def slug(text: str) -> str:
+    """A readable, filesystem-safe id fragment."""
+    out = "".join(c if c.isalnum() or c in "-_." else "-" for c in text.strip())
+    while "--" in out:
+        out = out.replace("--", "-")
+    return out.strip("-.") or "x"
+
+
+def point_id_for(prefix: str, workload: Workload, point: LoadPoint) -> str:
+    shape = f"isl{workload.isl}-osl{workload.osl}" if workload.kind == "random" else workload.kind
+    return slug(f"{prefix}-{workload.api}-{shape}-{point.key}")
+
+
+def server_id(cfg: RunConfig) -> str:
+    """Readable and unique per server configuration: [name-]model-engine-parallelism."""
+    par = cfg.parallelism
+    model = cfg.model.rstrip("/").rsplit("/", 1)[-1]
+    parts = [*([cfg.name] if cfg.name else []), model, cfg.engine, f"tp{par.tp}"]
+    if par.pp > 1:
+        parts.append(f"pp{par.pp}")
+    if par.dp > 1:
+        parts.append(f"dp{par.dp}")
+    if par.ep:
+        parts.append(f"ep{par.ep}")
+    if cfg.kv_cache_dtype:
+        parts.append(f"kv{cfg.kv_cache_dtype}")
+    return slug("-".join(parts))
+
+
+def point_ids(cfg: RunConfig) -> list[tuple[LoadPoint, str]]:
+    """Every load point of a server configuration with its id, in run order."""
+    sid = server_id(cfg)
+    return [(p, point_id_for(sid, cfg.workload, p)) for p in load_points(cfg.load)]

@@ -26,7 +26,6 @@ from typing import Any
 import pytest
 
 from inferx_core.config.models import ServerConfig
-from inferx_core.executors.multinode import RoleContext
 from inferx_core.sdk import hookspecs
 from inferx_core.sdk.engine import EngineInfo
 from inferx_core.sdk.executor import Executor, ExecutorInfo
@@ -36,6 +35,7 @@ from inferx_core.sdk.launcher import Launcher, LauncherInfo
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Accelerator, Platform
 from inferx_core.sdk.probes import EngineMetricsMap, ReadinessProbe
+from inferx_core.sdk.roles import RoleContext
 from inferx_core.sdk.sampler import Sampler
 
 DOCS = Path(__file__).parents[1] / "docs"

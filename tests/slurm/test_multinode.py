@@ -14,7 +14,6 @@ from inferx_core.config.models import ServerConfig
 from inferx_core.errors import UserFacingError
 from inferx_core.executors.multinode import (
     Deployment,
-    RoleContext,
     endpoint,
     gpu_accounting,
     nodes_needed,
@@ -25,6 +24,7 @@ from inferx_core.executors.multinode import (
 from inferx_core.metrics.summarize import RequestRecord, summarize
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform
+from inferx_core.sdk.roles import RoleContext
 
 MS = 1_000_000
 HOSTS = ["n0", "n1", "n2", "n3", "n4"]

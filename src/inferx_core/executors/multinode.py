@@ -28,10 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from inferx_core.config.base import StrictModel
 from inferx_core.config.models import ArgValue, Parallelism, ServerConfig
 from inferx_core.errors import UserFacingError
+from inferx_core.sdk.roles import Role, RoleContext
 
 if TYPE_CHECKING:
     from inferx_core.sdk.fixes import AppliedFix, FixDecision
@@ -39,7 +41,6 @@ if TYPE_CHECKING:
     from inferx_core.sdk.manager import InferxPluginManager
     from inferx_core.sdk.platform import Platform
 
-Role = Literal["prefill", "decode", "both", "router"]
 ENGINE_ROLES: tuple[Role, ...] = ("prefill", "decode", "both")
 #: Default port offsets from the deployment's port: the router listens on it.
 PORT_OFFSETS: dict[str, int] = {"router": 0, "both": 1, "prefill": 1, "decode": 2}
@@ -47,11 +48,7 @@ DEFAULT_PORT = 8000
 DEFAULT_DIST_PORT = 29500
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
-
-
-class RoleGroup(_Strict):
+class RoleGroup(StrictModel):
     """The servers of one role: ``replicas`` identical servers, each on ``nodes`` nodes.
 
     Unset fields inherit the base server configuration; ``engine_args`` and
@@ -70,7 +67,7 @@ class RoleGroup(_Strict):
     port: int | None = Field(default=None, ge=1, le=65535)
 
 
-class Deployment(_Strict):
+class Deployment(StrictModel):
     """Several engine processes serving as one endpoint (see the module doc)."""
 
     kind: Literal["disaggregated", "wide_ep"]
@@ -169,28 +166,6 @@ def gpu_accounting(deployment: Deployment, base: ServerConfig) -> GpuAccounting:
         prefill, decode = total("prefill"), total("decode")
         return GpuAccounting(deployment.kind, prefill + decode, prefill, decode)
     return GpuAccounting(deployment.kind, total("both"))
-
-
-class RoleContext(BaseModel):
-    """What an engine plugin needs to build one process of a multi-node deployment.
-
-    Passed to ``inferx_engine_role_spec`` as ``role``.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: Literal["disaggregated", "wide_ep"]
-    role: Role
-    replica: int = Field(ge=0, description="Which replica of this role (0-based)")
-    replicas: int = Field(ge=1)
-    node_rank: int = Field(ge=0, description="This process's node within its replica")
-    nodes: int = Field(ge=1, description="Nodes of this replica")
-    host: str = Field(description="Node this process runs on")
-    head_host: str = Field(description="Node rank 0 of this replica (rendezvous address)")
-    dist_port: int = Field(description="Rendezvous port on head_host")
-    gpus_per_node: int = Field(ge=0)
-    #: role -> base URLs of every replica's head server (the router proxies to these)
-    peers: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)

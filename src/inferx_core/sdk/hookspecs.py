@@ -25,7 +25,6 @@ from inferx_core.sdk.markers import hookspec
 
 if TYPE_CHECKING:
     from inferx_core.config.models import ServerConfig
-    from inferx_core.executors.multinode import RoleContext
     from inferx_core.sdk.engine import EngineInfo
     from inferx_core.sdk.executor import ExecutorInfo
     from inferx_core.sdk.fixes import Fix
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from inferx_core.sdk.launcher import LauncherInfo
     from inferx_core.sdk.platform import Platform
     from inferx_core.sdk.probes import EngineMetricsMap, ReadinessProbe
+    from inferx_core.sdk.roles import RoleContext
     from inferx_core.sdk.sampler import Sampler
 
 
@@ -213,7 +213,7 @@ def inferx_engine_role_spec(
         server: the server configuration as this role runs it (the role's
         parallelism, engine_args, engine_env and port already merged in).
         platform: the detected or user-given platform.
-        role: a :class:`~inferx_core.executors.multinode.RoleContext`: the
+        role: a :class:`~inferx_core.sdk.roles.RoleContext`: the
         role (``prefill``, ``decode``, ``both``, ``router``), replica and node
         rank, the node it runs on, the head node and rendezvous port of its
         replica, GPUs per node, and ``peers`` (role -> base URLs of the other

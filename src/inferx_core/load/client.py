@@ -8,6 +8,9 @@ framing, SSE, JSON, record update) is handled inside ``data_received``, so
 a streamed chunk costs one callback and no task wake-up, and every chunk is
 stamped with ``perf_counter_ns()`` the moment its bytes are handed to
 Python, before any parsing. The awaiting task wakes once per request.
+The connection and its response parser are
+:mod:`inferx_core.load.connection`; this module holds the request payloads,
+the connection pool and the request function.
 
 Scope: ``POST`` of a JSON body, a streamed (SSE) answer, keep-alive
 connections (one per in-flight request), ``Transfer-Encoding: chunked``,
@@ -30,8 +33,8 @@ from time import perf_counter_ns
 from typing import Any
 from urllib.parse import urlsplit
 
-from inferx_core.load.records import ErrorKind, RequestRecord
-from inferx_core.load.sse import DONE, FAILED, StreamDecoder
+from inferx_core.load.connection import RETRY, Connection
+from inferx_core.load.records import RequestRecord
 
 __all__ = [
     "CHAT_PATH",
@@ -45,22 +48,7 @@ __all__ = [
 COMPLETIONS_PATH = "/v1/completions"
 CHAT_PATH = "/v1/chat/completions"
 
-_MAX_HEAD = 64 * 1024  # a status line + headers larger than this is malformed
-_EXCERPT = 500  # characters of a non-200 body kept in ``record.error``
-_MAX_BODY_KEEP = 64 * 1024  # bytes of a non-streamed body kept for the excerpt
 _READ_SIZE = 256 * 1024  # bytes per socket read
-
-# Parser states of a connection.
-_IDLE = 0  # no request in flight
-_HEAD = 1  # reading the status line and headers
-_CHUNKED = 2  # reading a chunked body
-_LENGTH = 3  # reading a Content-Length body
-_EOF = 4  # reading a close-delimited body
-_OVER = 5  # the request is settled; ignore what still arrives
-
-# Futures resolve to one of these.
-_SETTLED = 0
-_RETRY = 1  # a reused keep-alive connection died before any reply byte
 
 
 def _json_bytes(obj: Any) -> bytes:
@@ -134,419 +122,6 @@ def build_chat_payload(
     return _json_bytes(body)
 
 
-class _Connection(asyncio.BufferedProtocol):
-    """One keep-alive connection and the response parser of its request.
-
-    A BufferedProtocol: asyncio's plain Protocol path does ``recv(256 KiB)``
-    per read, and allocating that buffer costs more than everything else we
-    do per chunk (~17 us here); ``recv_into`` a reused buffer does not.
-    """
-
-    def __init__(self, pool: ConnectionPool) -> None:
-        self.pool = pool
-        self._rbuf = pool._read_buffer
-        self.transport: asyncio.Transport | None = None
-        self.alive = True
-        self.reused = False
-        self.reusable = False  # set when a response ends cleanly on a keep-alive connection
-        self._state = _IDLE
-        self._record: RequestRecord | None = None
-        self._decoder: StreamDecoder | None = None
-        self._fut: asyncio.Future[int] | None = None
-        self._buf = b""
-        self._chunk_rem = 0  # >0 bytes left in chunk; 0 size line; -2 CRLF; -3 trailers
-        self._length_rem = 0
-        self._keep_alive = False
-        self._got_bytes = False
-        self._done_ns = 0  # arrival of [DONE]
-        self._body_parts: list[bytes] = []
-        self._body_len = 0
-        self._content_type = ""
-        self._total_handle: asyncio.TimerHandle | None = None
-        self._idle_handle: asyncio.TimerHandle | None = None
-        self._idle_ns = 0
-        self._idle_s = 0.0
-        self._rx_ns = 0
-        self._timeout_s = 0.0
-
-    # -- asyncio.Protocol ----------------------------------------------------
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self._rbuf
-
-    def buffer_updated(self, nbytes: int) -> None:
-        # The read buffer is shared by the pool's connections: copy out now.
-        self.data_received(self._rbuf[:nbytes].tobytes())
-
-    def data_received(self, data: bytes) -> None:
-        """Handle bytes that just arrived (stamped first, before any parsing)."""
-        t = perf_counter_ns()
-        self._rx_ns = t
-        state = self._state
-        if state == _CHUNKED:
-            self._feed_chunked(data, t)
-        elif state == _HEAD:
-            self._got_bytes = True
-            self._feed_head(data, t)
-        elif state == _LENGTH:
-            self._feed_length(data, t)
-        elif state == _EOF:
-            self._body(data, t)
-        elif state == _IDLE:
-            # Bytes nobody asked for: the connection is out of sync.
-            self.alive = False
-            self._close()
-
-    def eof_received(self) -> bool | None:
-        return None  # let the transport close; connection_lost settles
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.alive = False
-        self.reusable = False
-        state = self._state
-        if state in (_IDLE, _OVER):
-            self.pool._forget(self)
-            return
-        t = perf_counter_ns()
-        if state == _EOF and exc is None:
-            self._body_end(t)  # a close-delimited body ends with the connection
-            return
-        if self._decoder is not None and self._decoder.done:
-            self._settle(t)  # [DONE] seen: only the HTTP framing was cut short
-            return
-        if not self._got_bytes and self.reused:
-            self._resolve(_RETRY)  # stale keep-alive connection: retry once
-            return
-        rec = self._record
-        assert rec is not None
-        where = "before the status line" if not self._got_bytes else "mid-stream"
-        why = f": {exc!r}" if exc is not None else ""
-        self._fail(
-            t,
-            "connection",
-            f"connection closed {where} after {len(rec.chunk_ns)} content chunks{why}",
-        )
-
-    # -- request lifecycle -----------------------------------------------------
-
-    def start(
-        self,
-        record: RequestRecord,
-        request: bytes,
-        deadline: float,
-        timeout_s: float,
-        idle_timeout_s: float | None,
-    ) -> asyncio.Future[int]:
-        """Write the request (stamping ``send_ns``) and return its future.
-
-        ``deadline`` is on the loop clock; ``timeout_s`` is only for messages.
-        """
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[int] = loop.create_future()
-        self._fut = fut
-        self._record = record
-        self._decoder = None
-        self._state = _HEAD
-        self._buf = b""
-        self._got_bytes = False
-        self._done_ns = 0
-        self._body_parts = []
-        self._body_len = 0
-        self.reusable = False
-        self._timeout_s = timeout_s
-        self._total_handle = loop.call_at(deadline, self._on_total_timeout)
-        if idle_timeout_s:
-            self._idle_s = idle_timeout_s
-            self._idle_ns = int(idle_timeout_s * 1e9)
-            self._idle_handle = loop.call_later(idle_timeout_s, self._on_idle_check)
-        assert self.transport is not None
-        t = perf_counter_ns()
-        record.send_ns = t
-        self._rx_ns = t
-        self.transport.write(request)
-        return fut
-
-    def cancel(self) -> None:
-        """The awaiting task was cancelled: mark the record, drop the connection."""
-        if self._state in (_IDLE, _OVER):
-            return
-        self._fail(perf_counter_ns(), "cancelled", "cancelled before the request finished")
-
-    def _resolve(self, value: int) -> None:
-        self._state = _OVER
-        if self._total_handle is not None:
-            self._total_handle.cancel()
-            self._total_handle = None
-        if self._idle_handle is not None:
-            self._idle_handle.cancel()
-            self._idle_handle = None
-        fut = self._fut
-        if fut is not None and not fut.done():
-            fut.set_result(value)
-
-    def _settle(self, t: int) -> None:
-        """The request is over: final record fields, then wake the waiter."""
-        rec = self._record
-        assert rec is not None
-        if self._decoder is not None:
-            self._decoder.finish()
-        rec.end_ns = self._done_ns or t
-        if not self.reusable:
-            self._close()
-        self._resolve(_SETTLED)
-
-    def _fail(self, t: int, kind: ErrorKind, message: str) -> None:
-        rec = self._record
-        assert rec is not None
-        if rec.error is None:
-            rec.error = message
-            rec.error_kind = kind
-        self.reusable = False
-        self._settle(t)
-
-    def _close(self) -> None:
-        self.alive = False
-        self.reusable = False
-        if self.transport is not None:
-            self.transport.close()
-
-    def _on_total_timeout(self) -> None:
-        self._total_handle = None
-        if self._state in (_IDLE, _OVER):
-            return
-        t = perf_counter_ns()
-        if self._decoder is not None and self._decoder.done:
-            self._settle(t)
-            return
-        rec = self._record
-        assert rec is not None
-        self._fail(
-            t,
-            "timeout",
-            f"no completion within {self._timeout_s:g} s ({len(rec.chunk_ns)} content chunks)",
-        )
-
-    def _on_idle_check(self) -> None:
-        # One timer per idle period, re-armed from the last arrival, instead
-        # of a new timer per chunk.
-        self._idle_handle = None
-        if self._state in (_IDLE, _OVER):
-            return
-        t = perf_counter_ns()
-        quiet = t - self._rx_ns
-        if quiet < self._idle_ns:
-            loop = asyncio.get_running_loop()
-            self._idle_handle = loop.call_later((self._idle_ns - quiet) / 1e9, self._on_idle_check)
-            return
-        if self._decoder is not None and self._decoder.done:
-            self._settle(t)
-            return
-        rec = self._record
-        assert rec is not None
-        self._fail(
-            t, "timeout", f"no data for {self._idle_s:g} s ({len(rec.chunk_ns)} content chunks)"
-        )
-
-    # -- response parsing ------------------------------------------------------
-
-    def _feed_head(self, data: bytes, t: int) -> None:
-        buf = self._buf + data if self._buf else data
-        end = buf.find(b"\r\n\r\n")
-        if end < 0:
-            if len(buf) > _MAX_HEAD:
-                self._fail(t, "malformed", "response header section too large")
-            else:
-                self._buf = buf
-            return
-        self._buf = b""
-        head = buf[:end].decode("latin-1")
-        rest = buf[end + 4 :]
-        lines = head.split("\r\n")
-        parts = lines[0].split(" ", 2)
-        rec = self._record
-        assert rec is not None
-        try:
-            version = parts[0]
-            status = int(parts[1])
-            if not version.startswith("HTTP/1."):
-                raise ValueError(version)
-        except (IndexError, ValueError):
-            self._fail(t, "malformed", f"bad status line: {lines[0][:200]!r}")
-            return
-        if 100 <= status < 200:  # interim reply (100 Continue): the real one follows
-            if rest:
-                self._feed_head(rest, t)
-            return
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if sep:
-                headers[name.strip().lower()] = value.strip()
-        rec.status_code = status
-        conn_hdr = headers.get("connection", "").lower()
-        self._keep_alive = version == "HTTP/1.1" and "close" not in conn_hdr
-        self._content_type = headers.get("content-type", "")
-        if status == 200 and "event-stream" in self._content_type:
-            self._decoder = StreamDecoder(rec)
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            self._state = _CHUNKED
-            self._chunk_rem = 0
-            if rest:
-                self._feed_chunked(rest, t)
-        elif "content-length" in headers:
-            try:
-                self._length_rem = int(headers["content-length"])
-            except ValueError:
-                self._fail(t, "malformed", f"bad Content-Length: {headers['content-length']!r}")
-                return
-            self._state = _LENGTH
-            if self._length_rem == 0:
-                self._body_end(t)
-            elif rest:
-                self._feed_length(rest, t)
-        else:
-            self._keep_alive = False
-            self._state = _EOF
-            if rest:
-                self._body(rest, t)
-
-    def _feed_length(self, data: bytes, t: int) -> None:
-        rem = self._length_rem
-        if len(data) >= rem:
-            extra = len(data) > rem
-            self._length_rem = 0
-            self._body(data[:rem] if extra else data, t)
-            if self._state == _LENGTH:
-                if extra:
-                    self._keep_alive = False  # bytes beyond the body: out of sync
-                self._body_end(t)
-        else:
-            self._length_rem = rem - len(data)
-            self._body(data, t)
-
-    def _feed_chunked(self, data: bytes, t: int) -> None:
-        if self._buf:
-            data = self._buf + data
-            self._buf = b""
-        elif self._chunk_rem == 0 and data[-2:] == b"\r\n":
-            # Fast path: the read is exactly one whole chunk (one SSE event
-            # per chunk per read is what streaming servers send).
-            idx = data.find(b"\r\n")
-            if 0 < idx <= 8:
-                try:
-                    size = int(data[:idx], 16)
-                except ValueError:
-                    size = -1
-                if size > 0 and idx + size + 4 == len(data):
-                    self._body(data[idx + 2 : -2], t)
-                    return
-        pos = 0
-        n = len(data)
-        while pos < n:
-            rem = self._chunk_rem
-            if rem > 0:  # inside chunk data (the common case)
-                end = pos + rem
-                if end <= n:
-                    self._body(data[pos:end] if pos or end != n else data, t)
-                    pos = end
-                    self._chunk_rem = -2
-                else:
-                    self._body(data[pos:] if pos else data, t)
-                    self._chunk_rem = rem - (n - pos)
-                    return
-                if self._state != _CHUNKED:
-                    return  # the body sink settled the request
-            elif rem == 0:  # chunk-size line
-                idx = data.find(b"\r\n", pos)
-                if idx < 0:
-                    self._buf = data[pos:]
-                    if len(self._buf) > 1024:
-                        self._fail(t, "malformed", "bad chunked framing (size line too long)")
-                    return
-                try:
-                    size = int(data[pos:idx].split(b";", 1)[0], 16)
-                except ValueError:
-                    self._fail(t, "malformed", f"bad chunk size line: {data[pos:idx][:50]!r}")
-                    return
-                pos = idx + 2
-                self._chunk_rem = size if size > 0 else -3
-            elif rem == -2:  # CRLF after chunk data
-                if n - pos < 2:
-                    self._buf = data[pos:]
-                    return
-                if data[pos : pos + 2] != b"\r\n":
-                    self._fail(t, "malformed", "bad chunked framing (missing CRLF after chunk)")
-                    return
-                pos += 2
-                self._chunk_rem = 0
-            else:  # -3: trailer lines until an empty line
-                idx = data.find(b"\r\n", pos)
-                if idx < 0:
-                    self._buf = data[pos:]
-                    return
-                if idx == pos:
-                    if idx + 2 < n:
-                        self._keep_alive = False  # bytes after the body: out of sync
-                    self._body_end(t)
-                    return
-                pos = idx + 2
-
-    def _body(self, data: bytes, t: int) -> None:
-        dec = self._decoder
-        if dec is not None:
-            status = dec.feed(data, t)
-            if status == DONE:
-                if not self._done_ns:
-                    self._done_ns = t
-            elif status == FAILED:
-                self.reusable = False
-                self._settle(t)  # the decoder already put the reason on the record
-        elif self._body_len < _MAX_BODY_KEEP:
-            self._body_parts.append(data)
-            self._body_len += len(data)
-
-    def _body_end(self, t: int) -> None:
-        """The HTTP body ended cleanly."""
-        self.reusable = self._keep_alive and self.alive
-        dec = self._decoder
-        rec = self._record
-        assert rec is not None
-        if dec is not None:
-            if dec.close(t) == FAILED:
-                self.reusable = False
-            self._settle(t)
-            return
-        body = b"".join(self._body_parts)
-        text = body.decode("utf-8", "replace")
-        if rec.status_code != 200:
-            # The body was read to its end, so the connection stays usable.
-            excerpt = " ".join(text[:_EXCERPT].split())
-            rec.error = f"HTTP {rec.status_code}: {excerpt}"
-            rec.error_kind = "http_status"
-            self._settle(t)
-            return
-        # A 200 that is not an event stream: an error object, or a server
-        # that ignored stream=true.
-        try:
-            obj = json.loads(body)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict) and (obj.get("error") is not None or obj.get("object") == "error"):
-            err = obj.get("error")
-            msg = err.get("message", err) if isinstance(err, dict) else (err or obj.get("message"))
-            self._fail(t, "stream_error", f"error in 200 reply: {msg}")
-        else:
-            self._fail(
-                t,
-                "malformed",
-                f"expected text/event-stream, got {self._content_type or 'no content-type'}: "
-                + " ".join(text[:200].split()),
-            )
-
-
 class ConnectionPool:
     """Keep-alive HTTP/1.1 connections to one server.
 
@@ -596,8 +171,8 @@ class ConnectionPool:
         # One receive buffer for all connections: asyncio fills it and the
         # connection copies the bytes out before the next read can happen.
         self._read_buffer = memoryview(bytearray(_READ_SIZE))
-        self._idle: list[_Connection] = []
-        self._all: set[_Connection] = set()
+        self._idle: list[Connection] = []
+        self._all: set[Connection] = set()
         self.connections_opened = 0
         self._closed = False
 
@@ -617,7 +192,7 @@ class ConnectionPool:
             )
         )
 
-    async def _acquire(self, timeout_s: float) -> _Connection:
+    async def _acquire(self, timeout_s: float) -> Connection:
         idle = self._idle
         while idle:
             conn = idle.pop()
@@ -630,7 +205,7 @@ class ConnectionPool:
         loop = asyncio.get_running_loop()
         _, conn = await asyncio.wait_for(
             loop.create_connection(
-                lambda: _Connection(self),
+                lambda: Connection(self),
                 self.host,
                 self.port,
                 ssl=self._ssl,
@@ -643,25 +218,22 @@ class ConnectionPool:
         conn.reused = False
         return conn
 
-    def _release(self, conn: _Connection) -> None:
-        conn._state = _IDLE
-        conn._record = None
-        conn._decoder = None
-        conn._fut = None
+    def _release(self, conn: Connection) -> None:
+        conn.detach()
         if conn.reusable and conn.alive and not self._closed and len(self._idle) < self.max_idle:
             self._idle.append(conn)
         else:
-            conn._close()
+            conn.close()
             self._all.discard(conn)
 
-    def _forget(self, conn: _Connection) -> None:
+    def _forget(self, conn: Connection) -> None:
         self._all.discard(conn)
 
     async def close(self) -> None:
         """Close every connection (idle and in use)."""
         self._closed = True
         for conn in list(self._all):
-            conn._close()
+            conn.close()
         self._idle.clear()
         self._all.clear()
         await asyncio.sleep(0)  # let the transports run their close callbacks
@@ -695,13 +267,13 @@ async def send_streaming_request(
     deadline = loop.time() + timeout_s
     request = pool.request_bytes(path, payload)
     for attempt in (0, 1):
-        conn: _Connection | None = None
+        conn: Connection | None = None
         try:
             conn = await pool._acquire(max(deadline - loop.time(), 0.001))
             fut = conn.start(record, request, deadline, timeout_s, idle_timeout_s)
             result = await fut
         except asyncio.CancelledError:
-            if conn is not None and conn._record is record:
+            if conn is not None and conn.carries(record):
                 conn.cancel()
                 pool._release(conn)
             if record.error is None:
@@ -720,11 +292,11 @@ async def send_streaming_request(
                 record.error = f"connect to {pool.host}:{pool.port} failed: {exc!r}"
             return record
         pool._release(conn)
-        if result == _RETRY and attempt == 0:
+        if result == RETRY and attempt == 0:
             record.send_ns = 0
             record.status_code = None
             continue
-        if result == _RETRY:  # a fresh connection closed before replying
+        if result == RETRY:  # a fresh connection closed before replying
             record.end_ns = perf_counter_ns()
             record.error_kind = "connection"
             record.error = "connection closed before the status line"

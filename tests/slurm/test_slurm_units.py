@@ -27,6 +27,7 @@ from inferx_core.executors.jobs import (
     secret_environment,
     split_secrets,
 )
+from inferx_core.executors.registry import executors, get_executor
 from inferx_core.executors.slurm import (
     JobGroup,
     SlurmExecutor,
@@ -39,7 +40,7 @@ from inferx_core.executors.slurm import (
     render_script,
 )
 from inferx_core.launch.srun import SrunLauncher, srun_argv
-from inferx_core.sdk.executor import ExecutorError, ExecutorInfo, executors, get_executor
+from inferx_core.sdk.executor import ExecutorError, ExecutorInfo
 from inferx_core.sdk.launch_spec import LaunchSpec, Mount
 from inferx_core.sdk.manager import get_plugin_manager
 

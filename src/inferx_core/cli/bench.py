@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from inferx_core.config.models import BenchConfig
 
 
 def _csv(kind: type) -> Any:
@@ -71,7 +74,7 @@ def register_command(sub: Any) -> None:
     p.set_defaults(handler=cmd_bench)
 
 
-def bench_config_from_args(args: argparse.Namespace) -> Any:
+def bench_config_from_args(args: argparse.Namespace) -> BenchConfig:
     from inferx_core.config.loader import load_config
     from inferx_core.config.models import BenchConfig
     from inferx_core.errors import UserFacingError

@@ -17,7 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from inferx_core.config.models import ServerConfig
+    from inferx_core.sdk.manager import InferxPluginManager
+    from inferx_core.sdk.platform import Platform
 
 
 def register_command(sub: Any) -> None:
@@ -32,7 +37,7 @@ def register_command(sub: Any) -> None:
     p.set_defaults(handler=cmd_fixes)
 
 
-def catalogue(pm: Any) -> list[dict[str, Any]]:
+def catalogue(pm: InferxPluginManager) -> list[dict[str, Any]]:
     """Every fix offered, in application order, with the plugin that offers it."""
     from inferx_core.sdk.registries import fix_catalogue
 
@@ -42,7 +47,7 @@ def catalogue(pm: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _servers(pm: Any, config: str | None) -> list[tuple[str, Any]]:
+def _servers(pm: InferxPluginManager, config: str | None) -> list[tuple[str, ServerConfig]]:
     """(label, ServerConfig with a port) for each server of the config, or one per engine."""
     from inferx_core.config.models import ServerConfig
     from inferx_core.sdk.registries import engine_registry
@@ -63,7 +68,9 @@ def _servers(pm: Any, config: str | None) -> list[tuple[str, Any]]:
     return servers
 
 
-def evaluate(pm: Any, platform: Any, config: str | None) -> list[dict[str, Any]]:
+def evaluate(
+    pm: InferxPluginManager, platform: Platform, config: str | None
+) -> list[dict[str, Any]]:
     """Per server: each fix's decision (applied or not, and why) and what applied ones changed."""
     from inferx_core.launch.resolve import resolve_launch
     from inferx_core.sdk.redact import redact

@@ -11,9 +11,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferx_core._version import __version__
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -22,7 +25,7 @@ def _print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
-def _console() -> Any:
+def _console() -> Console:
     from rich.console import Console
 
     return Console(soft_wrap=True)
@@ -49,7 +52,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                 record.status = "error"
                 others = [f"{e.distribution}" for e in entries if e is not entry]
                 record.error = f"engine {name!r} is also claimed by {', '.join(others)}"
-    from inferx_core.sdk.executor import executors
+    from inferx_core.executors.registry import executors
 
     launcher_names: dict[str, list[str]] = {}
     executor_names: dict[str, list[str]] = {}

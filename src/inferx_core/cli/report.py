@@ -6,7 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from inferx_core.analysis.compare import Comparison
+    from inferx_core.analysis.cost import CostOptions
 
 COMPARE_HELP = """\
 Compare result set B against A. Points are matched by point id (or, when the
@@ -111,7 +117,7 @@ def register_command(sub: Any) -> None:
     p.set_defaults(handler=cmd_compare)
 
 
-def cost_options(args: argparse.Namespace) -> Any:
+def cost_options(args: argparse.Namespace) -> CostOptions:
     from inferx_core.analysis.cost import CostOptions, parse_per_type
     from inferx_core.errors import UserFacingError
 
@@ -127,7 +133,7 @@ def cost_options(args: argparse.Namespace) -> Any:
         raise UserFacingError(str(exc)) from exc
 
 
-def _console() -> Any:
+def _console() -> Console:
     from rich.console import Console
 
     return Console(width=None if sys.stdout.isatty() else 240, soft_wrap=False)
@@ -175,7 +181,7 @@ def _ratio_cell(metric: dict[str, Any]) -> str:
     return f"{metric['ratio']:.3f}x {mark}".rstrip()
 
 
-def render_comparison(comparison: Any, console: Any) -> None:
+def render_comparison(comparison: Comparison, console: Console) -> None:
     from rich.table import Table
 
     from inferx_core.analysis.compare import METRICS

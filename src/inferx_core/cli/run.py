@@ -6,7 +6,14 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from inferx_core.config.models import RunConfig
+    from inferx_core.pipeline.run import RunSummary
+    from inferx_core.sdk.executor import Executor
+    from inferx_core.sdk.manager import InferxPluginManager
+    from inferx_core.sdk.platform import Platform
 
 #: Flags of the slurm executor, mapped to its option names (SlurmOptions).
 _SLURM_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
@@ -113,7 +120,7 @@ def register_command(sub: Any) -> None:
     p.set_defaults(handler=cmd_demo)
 
 
-def _platform(pm: Any, path: str | None) -> Any:
+def _platform(pm: InferxPluginManager, path: str | None) -> Platform:
     from inferx_core.sdk.platform import load_platform
     from inferx_core.sdk.registries import detect_platform
 
@@ -121,7 +128,10 @@ def _platform(pm: Any, path: str | None) -> Any:
 
 
 def plan(
-    configs: list[Any], pm: Any, platform: Any, output_dir: Path | None = None
+    configs: list[RunConfig],
+    pm: InferxPluginManager,
+    platform: Platform,
+    output_dir: Path | None = None,
 ) -> list[dict[str, Any]]:
     """The resolved launch of every server configuration, without starting anything."""
     from inferx_core.config.points import point_ids, server_id
@@ -208,13 +218,13 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
     return {**options, **given}
 
 
-def _executor(args: argparse.Namespace, pm: Any) -> Any:
-    from inferx_core.sdk.executor import get_executor
+def _executor(args: argparse.Namespace, pm: InferxPluginManager) -> Executor:
+    from inferx_core.executors.registry import get_executor
 
     return get_executor(pm, args.executor, executor_options(args))
 
 
-def _validate_engines(configs: list[Any], pm: Any) -> None:
+def _validate_engines(configs: list[RunConfig], pm: InferxPluginManager) -> None:
     """Fail here, not in every job, when an engine has no plugin on this installation."""
     from inferx_core.sdk.registries import engine_registry
 
@@ -271,7 +281,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _execute(configs: list[Any], args: argparse.Namespace, pm: Any, platform: Any) -> int:
+def _execute(
+    configs: list[RunConfig], args: argparse.Namespace, pm: InferxPluginManager, platform: Platform
+) -> int:
     from inferx_core.pipeline.run import run_configs
     from inferx_core.report.console import print_summary
 
@@ -321,7 +333,7 @@ def _confirm_cancel(ids: list[str], mode: str) -> bool:
     return answer.strip().lower() in ("", "y", "yes")
 
 
-def _submit(configs: list[Any], args: argparse.Namespace, pm: Any) -> int:
+def _submit(configs: list[RunConfig], args: argparse.Namespace, pm: InferxPluginManager) -> int:
     """``inferx run --executor NAME``: submit, then (``--wait``) follow and report."""
     from inferx_core.executors.follow import follow, report
 
@@ -369,8 +381,13 @@ def _submit(configs: list[Any], args: argparse.Namespace, pm: Any) -> int:
 
 def cmd_run_job(args: argparse.Namespace) -> int:
     from inferx_core.executors.jobs import run_job
+    from inferx_core.report.console import print_summary
 
-    return run_job(Path(args.manifest), args.index)
+    def show(summary: RunSummary) -> None:
+        results = [o.result for o in summary.outcomes]
+        print_summary(results, title=f"inferx run-job {args.index}")
+
+    return run_job(Path(args.manifest), args.index, on_summary=show)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

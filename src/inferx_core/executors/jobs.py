@@ -22,16 +22,19 @@ import os
 import secrets as _secrets
 import signal
 import socket
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferx_core.config.models import RunConfig
 from inferx_core.config.points import point_ids, server_id
 from inferx_core.errors import UserFacingError
 from inferx_core.results.files import is_complete, utc_now, write_json_atomic
 from inferx_core.sdk.redact import REDACTED, redact
+
+if TYPE_CHECKING:
+    from inferx_core.pipeline.run import RunSummary
 
 MANIFEST_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -198,10 +201,19 @@ def _terminate_as_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def run_job(manifest_path: Path, index: int, *, progress: bool = False) -> int:
-    """The body of one batch job: run unit ``index`` of the manifest with resume on."""
+def run_job(
+    manifest_path: Path,
+    index: int,
+    *,
+    progress: bool = False,
+    on_summary: Callable[[RunSummary], None] | None = None,
+) -> int:
+    """The body of one batch job: run unit ``index`` of the manifest with resume on.
+
+    ``on_summary`` gets the run's summary before the job's status is recorded
+    (the CLI prints it; rendering is the report layer's, above this one).
+    """
     from inferx_core.pipeline.run import run_configs
-    from inferx_core.report.console import print_summary
 
     manifest_path = Path(manifest_path).resolve()
     manifest = read_manifest(manifest_path)
@@ -228,7 +240,8 @@ def run_job(manifest_path: Path, index: int, *, progress: bool = False) -> int:
         summary = run_configs(
             [cfg], output_dir=Path(job["output_dir"]), resume=True, progress=progress
         )
-        print_summary([o.result for o in summary.outcomes], title=f"inferx run-job {index}")
+        if on_summary is not None:
+            on_summary(summary)
         if summary.skipped:
             print(f"skipped (already complete): {', '.join(summary.skipped)}", flush=True)
         record.update(

@@ -11,7 +11,8 @@ SLURM job's runner still starts its engine with a launcher (``process``, or
 
 Executors are registered by name through the ``inferx_executors`` hook;
 the core registers ``slurm``. ``local`` (the default) is the in-process
-runner itself and needs no executor object.
+runner itself and needs no executor object. This module holds the contract
+types only; looking executors up by name is :mod:`inferx_core.executors.registry`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from inferx_core.errors import UserFacingError
 
 if TYPE_CHECKING:
     from inferx_core.config.models import RunConfig
-    from inferx_core.sdk.manager import InferxPluginManager
 
 LOCAL = "local"
 
@@ -129,27 +129,3 @@ class ExecutorInfo:
 
 class ExecutorError(UserFacingError):
     """An executor could not do what was asked (scheduler missing, submit refused)."""
-
-
-def executors(pm: InferxPluginManager) -> dict[str, tuple[str, ExecutorInfo]]:
-    """Executors by name with their plugin; a name registered twice is an error naming both."""
-    found: dict[str, tuple[str, ExecutorInfo]] = {}
-    for plugin, infos in pm.call_each("inferx_executors"):
-        for info in infos:
-            if info.name == LOCAL:
-                raise ExecutorError(f"plugin {plugin!r} registers reserved executor name 'local'")
-            if info.name in found and found[info.name][0] != plugin:
-                raise ExecutorError(
-                    f"executor {info.name!r} is registered by both {found[info.name][0]!r} "
-                    f"and {plugin!r}"
-                )
-            found.setdefault(info.name, (plugin, info))
-    return found
-
-
-def get_executor(pm: InferxPluginManager, name: str, options: Mapping[str, Any]) -> Executor:
-    known = executors(pm)
-    if name not in known:
-        names = ", ".join(sorted([LOCAL, *known]))
-        raise UserFacingError(f"unknown executor {name!r}; known: {names}")
-    return known[name][1].factory(options)

@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from inferx_core import hookimpl
-from inferx_core.builtin.nvidia.sampler import NvmlSampler
+from inferx_core.builtin.nvidia.sampler import NvmlSampler, load_pynvml
 from inferx_core.sdk.platform import Accelerator, Platform, PlatformNote
 from inferx_core.sdk.sampler import Sampler
 
@@ -24,13 +24,6 @@ if TYPE_CHECKING:
     from inferx_core.sdk.fixes import Fix
 
 SOURCE = "inferx.nvml"
-
-
-def load_pynvml() -> ModuleType:
-    """Import pynvml lazily (tests replace ``sys.modules['pynvml']`` with a fake)."""
-    import pynvml
-
-    return pynvml
 
 
 def _text(value: Any) -> str:

@@ -35,6 +35,13 @@ _UNSUPPORTED_ERRORS = (
 )
 
 
+def load_pynvml() -> ModuleType:
+    """Import pynvml lazily (tests replace ``sys.modules['pynvml']`` with a fake)."""
+    import pynvml
+
+    return pynvml
+
+
 class NvmlReadError(DeviceReadError):
     """No GPU could be read this time (every GPU failed or was lost)."""
 
@@ -103,9 +110,7 @@ class NvmlSampler(DeviceSampler):
         super().__init__(gpu_ids, interval_s=interval_s, lib=nvml)
 
     def _load(self) -> Any:
-        from inferx_core.builtin.nvidia import plugin as builtin_nvml
-
-        return builtin_nvml.load_pynvml()
+        return load_pynvml()
 
     def _init(self, lib: Any) -> None:
         lib.nvmlInit()

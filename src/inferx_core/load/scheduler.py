@@ -301,16 +301,8 @@ class LoadScheduler:
                 t_next += next(gaps)
             first = False
             delay = t_next - loop.time()
-            if self._deadline_ns is not None:
-                left = (self._deadline_ns - perf_counter_ns()) / 1e9
-                if delay >= left:
-                    # The next arrival falls after the end: wait for the end
-                    # (a later arrival would not be sent) and stop there.
-                    await self._sleep(left)
-                    if not self._stopping and next(it, None) is not None:
-                        self.result.stopped_by_duration = True
-                    self._stopping = True
-                    break
+            if await self._ended_before_arrival(delay, it):
+                break
             if delay > 0:
                 await self._sleep(delay)
             if sem is not None:
@@ -323,13 +315,23 @@ class LoadScheduler:
             task = asyncio.create_task(self._open_send(req, out, sem))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
-        try:
-            if tasks:
-                await asyncio.gather(*tasks)
-        except asyncio.CancelledError:
-            for t in tasks:
-                t.cancel()
-            raise
+        await _gather_or_cancel(tasks)
+
+    async def _ended_before_arrival(self, delay: float, it: Iterator[PreparedRequest]) -> bool:
+        """True, after waiting for the end, when the next arrival falls after the deadline.
+
+        A later arrival would not be sent, so the load stops at the end itself.
+        """
+        if self._deadline_ns is None:
+            return False
+        left = (self._deadline_ns - perf_counter_ns()) / 1e9
+        if delay < left:
+            return False
+        await self._sleep(left)
+        if not self._stopping and next(it, None) is not None:
+            self.result.stopped_by_duration = True
+        self._stopping = True
+        return True
 
     async def _open_send(
         self, req: PreparedRequest, out: list[RequestRecord], sem: asyncio.Semaphore | None
@@ -356,6 +358,17 @@ class LoadScheduler:
         finally:
             handle.cancel()
             self._sleeper = None
+
+
+async def _gather_or_cancel(tasks: set[asyncio.Task[None]]) -> None:
+    """Wait for every task; if the wait is cancelled, cancel them all."""
+    try:
+        if tasks:
+            await asyncio.gather(*tasks)
+    except asyncio.CancelledError:
+        for t in tasks:
+            t.cancel()
+        raise
 
 
 def _wake_up(fut: asyncio.Future[None]) -> None:

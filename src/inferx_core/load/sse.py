@@ -90,6 +90,10 @@ class SSEParser:
             fast = self._feed_simple(chunk)
             if fast is not None:
                 return fast
+        return self._feed_lines(chunk)
+
+    def _feed_lines(self, chunk: bytes) -> list[SSEEvent]:
+        """The general path: split into lines (any line ending) and parse each."""
         if self._skip_lf:
             self._skip_lf = False
             if chunk[0] == 10:
@@ -115,18 +119,20 @@ class SSEParser:
                     self._event = b""
             elif line[:5] == b"data:":  # the hot path
                 data.append(line[6:] if line[5:6] == b" " else line[5:])
-            elif line[0] == 58:  # ':' comment (keep-alive pings)
-                continue
-            else:
-                name, _, value = line.partition(b":")
-                if value[:1] == b" ":
-                    value = value[1:]
-                if name == b"data":
-                    data.append(value)
-                elif name == b"event":
-                    self._event = value
-                # id, retry and unknown fields do not matter here.
+            elif line[0] != 58:  # not a ':' comment (keep-alive pings)
+                self._other_field(line, data)
         return out
+
+    def _other_field(self, line: bytes, data: list[bytes]) -> None:
+        """A field line other than ``data: ...`` (``data`` without the space, ``event``)."""
+        name, _, value = line.partition(b":")
+        if value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            data.append(value)
+        elif name == b"event":
+            self._event = value
+        # id, retry and unknown fields do not matter here.
 
     def _feed_simple(self, chunk: bytes) -> list[SSEEvent] | None:
         """Events of a read made only of single-line data events, else None."""
@@ -253,6 +259,14 @@ def classify_chunk(data: str) -> ChunkInfo:
     return classify_payload(obj)
 
 
+def _record_usage(rec: RequestRecord, usage: dict[str, Any], completion_tokens: Any) -> None:
+    if completion_tokens is not None:
+        rec.usage_output_tokens = completion_tokens
+    pt = usage.get("prompt_tokens")
+    if pt is not None:
+        rec.usage_prompt_tokens = pt
+
+
 # StreamDecoder.feed results.
 CONTINUE = 0  # keep reading
 DONE = 1  # [DONE] seen; the HTTP body should end now
@@ -344,11 +358,7 @@ class StreamDecoder:
             if finish:
                 rec.finish_reason = finish
         if usage is not None:
-            if ct is not None:
-                rec.usage_output_tokens = ct
-            pt = usage.get("prompt_tokens")
-            if pt is not None:
-                rec.usage_prompt_tokens = pt
+            _record_usage(rec, usage, ct)
         return CONTINUE
 
     def _fail(self, kind: Any, message: str) -> int:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferx_core.config.models import ServerConfig
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import load_platform
 from inferx_core.sdk.registries import detect_platform, engine_registry, fix_catalogue
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 PLACEHOLDER_MODEL = "<model>"
 
@@ -49,7 +52,7 @@ def doctor_report(platform_file: str | Path | None = None) -> dict[str, Any]:
     }
 
 
-def render_doctor(report: dict[str, Any], console: Any) -> None:
+def render_doctor(report: dict[str, Any], console: Console) -> None:
     from rich.table import Table
 
     platform = report["platform"]

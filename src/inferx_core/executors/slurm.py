@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from inferx_core.config.models import RunConfig
 from inferx_core.executors.jobs import (
     MANIFEST_NAME,
     SUBMISSION_NAME,
@@ -310,7 +311,7 @@ class SlurmExecutor:
 
     # -- building ----------------------------------------------------------------------------
     def _prepare(
-        self, configs: list[Any], output_dir: Path | None
+        self, configs: list[RunConfig], output_dir: Path | None
     ) -> tuple[Plan, Path, list[JobGroup], dict[str, str], dict[str, Any]]:
         plan = plan_units(configs, output_dir)
         plan.units = [_unit_config(u, self.options) for u in plan.units]
@@ -319,7 +320,7 @@ class SlurmExecutor:
         manifest = manifest_data(plan.units, registry)
         return plan, job_dir, group_units(plan.units, self.options), registry, manifest
 
-    def describe(self, configs: list[Any], output_dir: Path | None) -> dict[str, Any]:
+    def describe(self, configs: list[RunConfig], output_dir: Path | None) -> dict[str, Any]:
         plan, job_dir, groups, registry, manifest = self._prepare(configs, output_dir)
         names = sorted(registry.values())
         return {
@@ -351,7 +352,7 @@ class SlurmExecutor:
         return ["sbatch", "--parsable", "--export=ALL", str(script)]
 
     # -- submitting --------------------------------------------------------------------------
-    def submit(self, configs: list[Any], output_dir: Path | None) -> Submission:
+    def submit(self, configs: list[RunConfig], output_dir: Path | None) -> Submission:
         plan, job_dir, groups, registry, manifest = self._prepare(configs, output_dir)
         submission = Submission(NAME, job_dir, job_dir.parent.parent, skipped=dict(plan.skipped))
         adopted = self._active_jobs(job_dir.parent, {u.server for u in plan.units})

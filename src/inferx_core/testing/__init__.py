@@ -6,14 +6,20 @@ does not import its own module twice.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 __all__ = ["FAIL_MODES", "SSETestServer", "ServerKnobs", "ServerProcess"]
 
+_HOMES = {
+    "FAIL_MODES": "inferx_core.testing.knobs",
+    "ServerKnobs": "inferx_core.testing.knobs",
+    "SSETestServer": "inferx_core.testing.server",
+    "ServerProcess": "inferx_core.testing.sse_server",
+}
+
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from inferx_core.testing import sse_server
-
-        return getattr(sse_server, name)
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,55 @@
+"""What the scripted test server does: timing, usage placement and failures."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["FAIL_MODES", "FailMode", "ServerKnobs", "UsageMode"]
+
+FailMode = Literal["http_500", "http_429", "error_mid", "drop", "malformed", "no_done", "hang"]
+FAIL_MODES: tuple[str, ...] = (
+    "http_500",
+    "http_429",
+    "error_mid",
+    "drop",
+    "malformed",
+    "no_done",
+    "hang",
+)
+UsageMode = Literal["final", "finish", "none", "continuous"]
+
+
+@dataclass(slots=True)
+class ServerKnobs:
+    """Behaviour of the server (defaults for every request)."""
+
+    ttft_ms: float = 0.0  # request received -> first content chunk
+    itl_ms: float = 0.0  # between content chunks
+    tokens_per_chunk: int = 1
+    # Where usage goes: a final chunk with empty choices ("final"), the
+    # finish_reason chunk ("finish"), nowhere ("none"), or every chunk
+    # cumulatively plus the final chunk ("continuous", like vLLM's
+    # continuous_usage_stats).
+    usage: UsageMode = "final"
+    fail: FailMode | None = None
+    # Content chunks sent before a mid-stream failure (default: half).
+    fail_after: int | None = None
+    # Output length when the request does not set ignore_eos (None: max_tokens).
+    natural_len: int | None = None
+    role_chunk: bool = True  # chat: a role-only chunk right away, before TTFT
+    comments: bool = False  # a ": ping" comment line right away
+    # Put the server's perf_counter_ns() in every content chunk ("x_sent_ns",
+    # right before the write; "x_recv_ns", when the request arrived), so a
+    # client on the same host can split a latency into its parts.
+    stamp: bool = False
+    model: str = "test-model"
+    max_model_len: int = 131072
+
+    def merged(self, overrides: Any) -> ServerKnobs:
+        """These knobs with a request's ``x_test`` overrides applied."""
+        if not isinstance(overrides, dict) or not overrides:
+            return self
+        names = {f.name for f in dataclasses.fields(self)}
+        return dataclasses.replace(self, **{k: v for k, v in overrides.items() if k in names})

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from inferx_core import __version__
-from inferx_core.cli.main import main
+from inferx_core.cli.app import main
 
 
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "inferx_core.cli.main", *args],
+        [sys.executable, "-m", "inferx_core.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -28,7 +28,7 @@ def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 def test_version_and_help_import_no_plugin_or_heavy_library(flag: str) -> None:
     code = (
         "import sys\n"
-        "from inferx_core.cli.main import main\n"
+        "from inferx_core.cli.app import main\n"
         f"try:\n    main([{flag!r}])\nexcept SystemExit:\n    pass\n"
         "heavy = [m for m in ('pydantic', 'rich', 'structlog', 'httpx', 'aiohttp', 'pynvml',\n"
         "         'inferx_vllm', 'inferx_sglang', 'inferx_rocm', 'tokenizers', 'numpy')\n"

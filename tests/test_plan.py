@@ -26,7 +26,7 @@ LLAMA_70B = "meta-llama/Llama-3.1-70B-Instruct"
 
 def inferx(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "inferx_core.cli.main", *args],
+        [sys.executable, "-m", "inferx_core.cli", *args],
         capture_output=True,
         text=True,
         timeout=60,

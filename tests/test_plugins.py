@@ -178,7 +178,7 @@ def _run_cli(*args: str, path: Path | None = None, **env: str) -> subprocess.Com
         full_env["PYTHONPATH"] = f"{path}{os.pathsep}{full_env.get('PYTHONPATH', '')}"
     full_env.update(env)
     return subprocess.run(
-        [sys.executable, "-m", "inferx_core.cli.main", *args],
+        [sys.executable, "-m", "inferx_core.cli", *args],
         capture_output=True,
         text=True,
         env=full_env,

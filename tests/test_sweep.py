@@ -260,7 +260,7 @@ def test_yaml_sweep_errors_name_the_field(tmp_path: Path) -> None:
 
 
 def test_plan_cli_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from inferx_core.cli.main import main
+    from inferx_core.cli.app import main
 
     path = tmp_path / "sweep.yaml"
     path.write_text(

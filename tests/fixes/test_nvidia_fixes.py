@@ -519,7 +519,7 @@ def test_inferx_plan_cli_on_b200(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "inferx_core.cli.main",
+            "inferx_core.cli",
             "plan",
             str(config),
             "--platform",

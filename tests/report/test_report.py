@@ -172,7 +172,7 @@ def test_report_of_real_bench_results_with_assumed_gpus(tmp_path: Path) -> None:
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch):
     """``inferx`` with the report commands, whether or not cli.py registers them yet."""
-    import inferx_core.cli.main as cli_module
+    import inferx_core.cli.app as cli_module
 
     if "inferx_core.cli.report" not in cli_module._EXTRA_COMMAND_MODULES:
         monkeypatch.setattr(

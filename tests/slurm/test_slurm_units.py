@@ -299,7 +299,7 @@ def test_slurm_is_registered_and_names_are_checked() -> None:
 def inferx(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("INFERX_")}
     return subprocess.run(
-        [sys.executable, "-m", "inferx_core.cli.main", *args],
+        [sys.executable, "-m", "inferx_core.cli", *args],
         capture_output=True,
         text=True,
         timeout=60,

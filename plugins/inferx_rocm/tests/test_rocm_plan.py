@@ -32,7 +32,7 @@ UNSET = ["CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL"]
 
 def inferx(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "inferx_core.cli.main", *args],
+        [sys.executable, "-m", "inferx_core.cli", *args],
         capture_output=True,
         text=True,
         timeout=60,

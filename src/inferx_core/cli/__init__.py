@@ -7,6 +7,6 @@ from typing import Any
 
 def main(argv: list[str] | None = None) -> Any:
     """Console entry point (``inferx``); imports the CLI only when called."""
-    from inferx_core.cli.main import main as _main
+    from inferx_core.cli.app import main as _main
 
     return _main(argv)

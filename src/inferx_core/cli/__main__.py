@@ -1,5 +1,5 @@
 import sys
 
-from inferx_core.cli.main import main
+from inferx_core.cli.app import main
 
 sys.exit(main())

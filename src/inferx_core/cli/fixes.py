@@ -9,7 +9,7 @@
 - ``--json`` prints the same as JSON; ``--markdown`` prints the catalogue as
   the table of docs/fixes.md.
 
-Registered by ``inferx_core.cli.main`` through :func:`register_command`.
+Registered by ``inferx_core.cli.app`` through :func:`register_command`.
 """
 
 from __future__ import annotations

@@ -151,7 +151,7 @@ def default_inferx_command() -> list[str]:
     script = Path(sys.executable).parent / "inferx"
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
-    return [sys.executable, "-m", "inferx_core.cli.main"]
+    return [sys.executable, "-m", "inferx_core.cli"]
 
 
 @dataclass

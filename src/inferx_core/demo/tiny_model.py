@@ -3,8 +3,9 @@
 Model hubs are never reachable from the benchmark hosts, yet a smoke run needs a
 real engine serving a real model. :func:`build_tiny_model` writes one from
 nothing: a byte-level BPE tokenizer trained with ``tokenizers`` on a synthetic
-corpus generated here, a ``LlamaForCausalLM`` ``config.json`` and seeded random
-weights in ``model.safetensors`` under the exact Hugging Face parameter names.
+corpus (:mod:`inferx_core.demo.tiny_tokenizer`), a ``LlamaForCausalLM``
+``config.json`` and seeded random weights in ``model.safetensors`` under the
+exact Hugging Face parameter names.
 Only numpy, safetensors and tokenizers are used (no torch, no transformers).
 
 The output is for exercising the serving path (tokenize, prefill, decode,
@@ -16,7 +17,7 @@ ASCII and every streamed chunk carries text; sampling at temperature > 0 can
 still pick them (logit 0 sits mid-distribution) and yield empty-text chunks.
 
 Builds are cached: ``dest`` carries a marker file with the builder version and
-a hash of every parameter and of this module's source; a matching complete
+a hash of every parameter and of the builder's source; a matching complete
 build is returned untouched.
 Writes are atomic (a temporary directory beside ``dest`` renamed into place),
 so a crashed or concurrent build never leaves a half-written model behind.
@@ -38,23 +39,25 @@ from typing import Any
 
 import numpy as np
 
+from inferx_core.demo import tiny_tokenizer
+from inferx_core.demo.tiny_tokenizer import (
+    BOS_TOKEN,
+    CORPUS_SEED,
+    CORPUS_SENTENCES,
+    EOS_TOKEN,
+    PAD_TOKEN,
+    SPECIAL_TOKENS,
+    UNK_TOKEN,
+    VOCAB_SIZE,
+    build_tokenizer,
+    printable_token_mask,
+)
+
 #: Bump whenever the output of the builder changes for the same parameters.
 BUILDER_VERSION = 1
 #: Marker file written last into every complete build.
 MARKER_NAME = ".inferx_tiny_model.json"
 
-#: Special tokens, in id order (ids 0..3).
-UNK_TOKEN = "<unk>"
-BOS_TOKEN = "<s>"
-EOS_TOKEN = "</s>"
-PAD_TOKEN = "<pad>"
-SPECIAL_TOKENS: tuple[str, ...] = (UNK_TOKEN, BOS_TOKEN, EOS_TOKEN, PAD_TOKEN)
-
-#: Target tokenizer vocabulary (specials + 256 byte symbols + merges).
-VOCAB_SIZE = 4096
-#: Seed of the synthetic tokenizer corpus (independent of the weight seed).
-CORPUS_SEED = 20240607
-CORPUS_SENTENCES = 12_000
 WEIGHT_STD = 0.02
 
 #: Model dimensions (``vocab_size`` is filled in from the trained tokenizer).
@@ -87,129 +90,13 @@ MODEL_FILES: tuple[str, ...] = (
     "tokenizer_config.json",
 )
 
-_COMMON_WORDS = [
-    "the",
-    "of",
-    "and",
-    "to",
-    "in",
-    "is",
-    "you",
-    "that",
-    "it",
-    "he",
-    "was",
-    "for",
-    "on",
-    "are",
-    "as",
-    "with",
-    "his",
-    "they",
-    "at",
-    "be",
-    "this",
-    "have",
-    "from",
-    "or",
-    "one",
-    "had",
-    "by",
-    "word",
-    "but",
-    "not",
-    "what",
-    "all",
-    "were",
-    "we",
-    "when",
-    "your",
-    "can",
-    "said",
-    "there",
-    "use",
-    "an",
-    "each",
-    "which",
-    "she",
-    "do",
-    "how",
-    "their",
-    "if",
-    "will",
-    "up",
-    "other",
-    "about",
-    "out",
-    "many",
-    "then",
-    "them",
-    "these",
-    "so",
-    "some",
-    "her",
-    "would",
-    "make",
-    "like",
-    "him",
-    "into",
-    "time",
-    "has",
-    "look",
-    "two",
-    "more",
-    "write",
-    "go",
-    "see",
-    "number",
-    "no",
-    "way",
-    "could",
-    "people",
-    "my",
-    "than",
-    "first",
-    "water",
-    "been",
-    "call",
-    "who",
-    "oil",
-    "its",
-    "now",
-    "find",
-    "long",
-    "down",
-    "day",
-    "did",
-    "get",
-    "come",
-    "made",
-    "may",
-    "part",
-    "model",
-    "token",
-    "request",
-    "server",
-    "latency",
-    "throughput",
-    "benchmark",
-    "prompt",
-    "answer",
-    "question",
-    "hello",
-    "world",
-    "please",
-    "thank",
-]
-_ONSETS = ("", "b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z")
-_ONSETS += ("br", "ch", "dr", "gl", "kr", "pl", "sh", "st", "th", "tr")
-_NUCLEI = ("a", "e", "i", "o", "u", "ai", "ea", "ou", "y")
-_CODAS = ("", "", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ng")
-
 
 def _source_sha() -> str:
-    """Hash of this module, so any edit to the builder invalidates cached builds."""
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    """Hash of the builder's modules, so any edit to them invalidates cached builds."""
+    digest = hashlib.sha256()
+    for module_file in (__file__, tiny_tokenizer.__file__):
+        digest.update(Path(module_file).read_bytes())
+    return digest.hexdigest()
 
 
 def _params(seed: int) -> dict[str, Any]:
@@ -231,72 +118,6 @@ def params_hash(seed: int = 0) -> str:
     """SHA-256 of the canonical JSON of every input that shapes the build."""
     blob = json.dumps(_params(seed), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def synthetic_corpus(n_sentences: int = CORPUS_SENTENCES, seed: int = CORPUS_SEED) -> list[str]:
-    """Deterministic pseudo-text: Zipf-weighted made-up words, English fillers, numbers."""
-    rng = np.random.Generator(np.random.PCG64(seed))
-    n_made_up = 3000
-    syllables = [o + n + c for o in _ONSETS for n in _NUCLEI for c in _CODAS]
-    counts = rng.integers(1, 4, size=n_made_up, endpoint=True)
-    made_up = ["".join(rng.choice(syllables, size=int(k))) for k in counts]
-    words = list(_COMMON_WORDS) + made_up
-    weights = 1.0 / np.arange(1, len(words) + 1) ** 1.05
-    weights /= weights.sum()
-    lengths = rng.integers(4, 16, size=n_sentences, endpoint=True)
-    picks = rng.choice(len(words), size=int(lengths.sum()), p=weights)
-    ends = rng.choice([".", ".", ".", "?", "!", ":", ";"], size=n_sentences)
-    numbers = rng.integers(0, 100_000, size=n_sentences)
-    has_number = rng.random(n_sentences) < 0.2
-    has_comma = rng.random(n_sentences) < 0.3
-    sentences: list[str] = []
-    pos = 0
-    for i, n in enumerate(lengths):
-        toks = [words[j] for j in picks[pos : pos + n]]
-        pos += int(n)
-        if has_comma[i] and n > 4:
-            toks[int(n) // 2] += ","
-        if has_number[i]:
-            toks.insert(1, str(int(numbers[i])))
-        toks[0] = toks[0].capitalize()
-        sentences.append(" ".join(toks) + str(ends[i]))
-    return sentences
-
-
-def _build_tokenizer() -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-
-    tok = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_SIZE,
-        min_frequency=2,
-        special_tokens=list(SPECIAL_TOKENS),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(synthetic_corpus(), trainer=trainer)
-    bos_id = tok.token_to_id(BOS_TOKEN)
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{BOS_TOKEN} $A",
-        pair=f"{BOS_TOKEN} $A {BOS_TOKEN} $B",
-        special_tokens=[(BOS_TOKEN, bos_id)],
-    )
-    return tok
-
-
-def printable_token_mask(tok: Any) -> np.ndarray:
-    """True for ids whose text alone is non-empty printable ASCII (or tab/newline).
-
-    False for special tokens (skipped when decoding) and for the lone bytes
-    ``>= 0x80`` of the byte-level alphabet, which decode to nothing until a
-    UTF-8 sequence completes.
-    """
-    ok = set(map(chr, range(0x20, 0x7F))) | {"\n", "\t"}
-    n = tok.get_vocab_size(with_added_tokens=True)
-    texts = [tok.decode([i], skip_special_tokens=True) for i in range(n)]
-    return np.array([bool(t) and set(t) <= ok for t in texts], dtype=bool)
 
 
 def _weights(
@@ -368,16 +189,10 @@ def _write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def _write_model(out: Path, seed: int) -> None:
-    from safetensors.numpy import save_file
-
-    tok = _build_tokenizer()
-    tok.save(str(out / "tokenizer.json"))
-    ids = {name: tok.token_to_id(name) for name in SPECIAL_TOKENS}
-    vocab = tok.get_vocab_size(with_added_tokens=True)
-
+def _model_config(ids: dict[str, int], vocab: int) -> dict[str, Any]:
+    """The ``LlamaForCausalLM`` ``config.json`` for the trained tokenizer's ids."""
     dims = MODEL_DIMS
-    config: dict[str, Any] = {
+    return {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
         "vocab_size": vocab,
@@ -396,7 +211,10 @@ def _write_model(out: Path, seed: int) -> None:
         "pad_token_id": ids[PAD_TOKEN],
         **dims,
     }
-    _write_json(out / "config.json", config)
+
+
+def _write_tokenizer_configs(out: Path, ids: dict[str, int]) -> None:
+    """generation_config.json, special_tokens_map.json and tokenizer_config.json."""
     _write_json(
         out / "generation_config.json",
         {
@@ -417,13 +235,24 @@ def _write_model(out: Path, seed: int) -> None:
         {
             **specials,
             "tokenizer_class": "PreTrainedTokenizerFast",
-            "model_max_length": dims["max_position_embeddings"],
+            "model_max_length": MODEL_DIMS["max_position_embeddings"],
             "add_bos_token": True,
             "add_eos_token": False,
             "clean_up_tokenization_spaces": False,
             "chat_template": CHAT_TEMPLATE,
         },
     )
+
+
+def _write_model(out: Path, seed: int) -> None:
+    from safetensors.numpy import save_file
+
+    tok = build_tokenizer()
+    tok.save(str(out / "tokenizer.json"))
+    ids = {name: tok.token_to_id(name) for name in SPECIAL_TOKENS}
+    config = _model_config(ids, tok.get_vocab_size(with_added_tokens=True))
+    _write_json(out / "config.json", config)
+    _write_tokenizer_configs(out, ids)
     tensors = _weights(config, seed, printable_token_mask(tok))
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
     _write_json(

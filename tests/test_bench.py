@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from inferx_core.cli.main import main
+from inferx_core.cli.app import main
 from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint
 from inferx_core.load.token_counter import resolve_token_counter
 from inferx_core.pipeline.point import BenchTarget, run_bench, run_point
-from inferx_core.results.files import is_complete
+from inferx_core.results.files import is_complete, read_result
+from inferx_core.results.model import parse_result
 from inferx_core.testing import ServerProcess
 
 
@@ -35,7 +36,7 @@ def test_run_bench_measures_injected_delays_and_writes_results(
         output_dir=tmp_path,
     )
     [outcome] = run_bench(config, progress=False)
-    result = outcome.result
+    result = outcome.result.flat()
     assert result["status"] == "ok"
     assert result["completed"] == 12 and result["failed"] == 0
     assert result["warmup_requests"] == 2  # one per slot, excluded from the stats
@@ -51,7 +52,8 @@ def test_run_bench_measures_injected_delays_and_writes_results(
     # files: strict JSON result and one sidecar line per request incl. warmup
     path = tmp_path / f"{outcome.point_id}.json"
     on_disk = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(c))
-    assert on_disk["completed"] == 12
+    assert on_disk["schema_version"] == 2 and on_disk["load"]["completed"] == 12
+    assert parse_result(on_disk) == outcome.result
     lines = (tmp_path / f"{outcome.point_id}.requests.jsonl").read_text().splitlines()
     assert len(lines) == 14
     assert sum(json.loads(line)["warmup"] for line in lines) == 2
@@ -69,7 +71,7 @@ def test_failures_are_counted_and_point_marked_failed(tmp_path: Path) -> None:
             output_dir=tmp_path,
         )
         [outcome] = run_bench(config, progress=False)
-    result = outcome.result
+    result = outcome.result.flat()
     assert result["status"] == "failed"
     assert result["failure_reason"] == "no request completed successfully"
     assert result["failed"] == 4 and result["failed_by_kind"] == {"http_status": 4}
@@ -84,7 +86,7 @@ def test_duration_stops_dispatch_and_in_flight_finish(slow_server: ServerProcess
         output_dir=None,
     )
     [outcome] = run_bench(config, progress=False)
-    result = outcome.result
+    result = outcome.result.flat()
     assert result["stopped_by"] == "duration"
     assert result["failed"] == 0 and result["completed"] >= 4
     assert result["num_prompts_planned"] is None
@@ -107,9 +109,9 @@ def test_abort_check_fails_the_point_quickly(slow_server: ServerProcess, tmp_pat
         progress=False,
     )
     assert time.monotonic() - started < 5
-    assert outcome.result["status"] == "failed"
-    assert outcome.result["failure_reason"] == "engine exited with code 1"
-    assert outcome.result["stopped_by"] == "aborted"
+    assert outcome.result.flat()["status"] == "failed"
+    assert outcome.result.flat()["failure_reason"] == "engine exited with code 1"
+    assert outcome.result.flat()["stopped_by"] == "aborted"
     assert (tmp_path / "abort.json").exists()
 
 
@@ -138,7 +140,7 @@ def test_cli_bench_json_and_flags(slow_server: ServerProcess, tmp_path: Path, ca
         ]
     )
     assert code == 0
-    results = json.loads(capsys.readouterr().out)
+    results = [parse_result(r).flat() for r in json.loads(capsys.readouterr().out)]
     assert [r["max_concurrency"] for r in results] == [1, 2]
     assert all(r["request_goodput"] == 0 for r in results)  # TTFT SLO of 1 ms is unmeetable
     assert len(list(tmp_path.glob("*.json"))) == 2
@@ -155,7 +157,7 @@ def test_cli_bench_config_file_and_errors(
     assert (
         main(["bench", str(cfg), "--output", str(tmp_path / "out"), "--json", "--no-progress"]) == 0
     )
-    assert json.loads(capsys.readouterr().out)[0]["completed"] == 2
+    assert json.loads(capsys.readouterr().out)[0]["load"]["completed"] == 2
     bad = tmp_path / "bad.yaml"
     bad.write_text(f"base_url: {slow_server.base_url}\nload:\n  concurency: [1]\n")
     assert main(["bench", str(bad)]) == 2
@@ -174,7 +176,7 @@ def test_ctrl_c_keeps_what_was_measured(slow_server: ServerProcess, tmp_path: Pa
         [
             sys.executable,
             "-m",
-            "inferx_core.cli.main",
+            "inferx_core.cli",
             "bench",
             "--base-url",
             slow_server.base_url,
@@ -204,7 +206,7 @@ def test_ctrl_c_keeps_what_was_measured(slow_server: ServerProcess, tmp_path: Pa
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     [result_file] = tmp_path.glob("sigint-*.json")
-    result = json.loads(result_file.read_text())
+    result = read_result(result_file).flat()
     assert result["status"] == "interrupted"
     assert result["completed"] > 0
     assert result["failed_by_kind"].get("cancelled", 0) <= 2  # only the in-flight ones
@@ -226,7 +228,7 @@ def test_no_gpu_power_is_null_with_reason_and_host_is_sampled(
         output_dir=tmp_path,
     )
     [outcome] = run_bench(config, progress=False)
-    result = outcome.result
+    result = outcome.result.flat()
     assert result["power_valid"] is False
     assert result["power_invalid_reason"].startswith("no supported GPU")
     assert result["gpu_energy_j"] is None and result["joules_per_output_token"] is None
@@ -259,7 +261,7 @@ def test_fake_nvml_gpu_energy_flows_into_the_result(
         output_dir=tmp_path,
     )
     [outcome] = run_bench(config, progress=False)
-    r = outcome.result
+    r = outcome.result.flat()
     assert r["power_source"] == "nvml" and r["gpu_ids"] == [0, 1]
     assert r["gpu_power_avg_w"] == pytest.approx(700.0)
     assert r["gpu_energy_j"] == pytest.approx(700.0 * r["duration"], rel=0.02)

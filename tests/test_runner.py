@@ -76,7 +76,7 @@ class Watcher:
 
     def __call__(self, outcome: PointOutcome) -> None:
         self.outcomes.append(outcome)
-        port = outcome.result["launch"]["spec"]["port"]
+        port = outcome.result.flat()["launch"]["spec"]["port"]
         self.ports.add(port)
         for pid in engine_pids(port):
             self.pids.add(pid)
@@ -93,7 +93,7 @@ def assert_engine_gone(watcher: Watcher) -> None:
 
 
 def results_in(out: Path) -> dict[str, dict[str, Any]]:
-    return {p.stem: read_result(p) for p in sorted(out.glob("*.json"))}
+    return {p.stem: read_result(p).flat() for p in sorted(out.glob("*.json"))}
 
 
 def run(configs: list[RunConfig], out: Path, **kwargs: Any) -> tuple[RunSummary, float]:
@@ -239,7 +239,7 @@ def test_engine_dying_mid_load_fails_the_point_fast_and_the_rest_before_running(
     summary, elapsed = run([cfg], tmp_path, on_point=watcher)
     assert elapsed < 20, f"the run hung for {elapsed:.1f} s after the engine died"
     assert not summary.ok
-    first, second = (o.result for o in summary.outcomes)
+    first, second = (o.result.flat() for o in summary.outcomes)
     assert "readiness" in first, "the engine died before it was ready; raise die_after_s"
     assert first["status"] == "failed"
     assert first["completed"] == 0
@@ -290,7 +290,7 @@ def test_missing_executable_fails_its_points_and_the_run_moves_on(tmp_path: Path
     failed = read_result(
         result_path(tmp_path, "missing-tiny-model-fake-tp1-completions-isl16-osl4-c1")
     )
-    assert fake_engine.MISSING_EXECUTABLE in failed["failure_reason"]
+    assert fake_engine.MISSING_EXECUTABLE in failed.failure_reason
 
 
 # -- resume ---------------------------------------------------------------------------------------
@@ -319,14 +319,14 @@ def test_resume_skips_complete_points_and_reruns_missing_ones(
     assert [o.point_id for o in summary.outcomes] == [ids[1]]
     assert summary.ok
     assert result_path(out, ids[0]).stat().st_mtime_ns == before[ids[0]]
-    assert read_result(result_path(out, ids[1]))["status"] == "ok"
+    assert read_result(result_path(out, ids[1])).status == "ok"
     assert_engine_gone(watcher)
 
 
 # -- CLI ------------------------------------------------------------------------------------------
 def inferx(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "inferx_core.cli.main", *args],
+        [sys.executable, "-m", "inferx_core.cli", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -400,7 +400,7 @@ def test_a_point_that_raises_fails_alone_and_the_sweep_moves_on(tmp_path: Path) 
     [failed] = [o for pid, o in by_id.items() if pid.startswith("broken-")]
     [ok] = [o for pid, o in by_id.items() if pid.startswith("healthy-")]
     assert failed.status == "failed"
-    assert "DatasetError" in failed.result["failure_reason"]
-    assert "prompts.jsonl:2: invalid JSON" in failed.result["failure_reason"]
-    assert read_result(result_path(tmp_path, failed.point_id))["status"] == "failed"
+    assert "DatasetError" in failed.result.failure_reason
+    assert "prompts.jsonl:2: invalid JSON" in failed.result.failure_reason
+    assert read_result(result_path(tmp_path, failed.point_id)).status == "failed"
     assert ok.status == "ok"

@@ -88,7 +88,7 @@ def fake_run(name: str, **overrides: Any) -> dict[str, Any]:
 
 
 def results(out: Path) -> dict[str, dict[str, Any]]:
-    return {p.stem: read_result(p) for p in sorted(out.glob("*.json"))}
+    return {p.stem: read_result(p).flat() for p in sorted(out.glob("*.json"))}
 
 
 def job_dirs(out: Path) -> list[Path]:
@@ -96,7 +96,7 @@ def job_dirs(out: Path) -> list[Path]:
 
 
 SUBMIT = ("--executor", "slurm", "--gpus-per-node", "0")
-CLI = (sys.executable, "-m", "inferx_core.cli.main")
+CLI = (sys.executable, "-m", "inferx_core.cli")
 
 
 # -- a sweep as a job array -----------------------------------------------------------------------
@@ -185,7 +185,7 @@ def test_resubmitting_skips_finished_points(sweep: dict[str, Any], cli_env: dict
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "skip sw-a-tiny-model-fake-tp1: all 2 point(s) complete" in proc.stdout
     assert "sw-b-tiny-model-fake-tp1 (1 point(s))" in proc.stdout
-    assert read_result(out / f"{gone}.json")["status"] == "ok"
+    assert read_result(out / f"{gone}.json").status == "ok"
     assert {p: p.stat().st_mtime_ns for p in kept} == kept, "finished points were rewritten"
     newest = job_dirs(out)[-1]
     log = next((newest / "logs").glob("*.log")).read_text()

@@ -158,7 +158,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     outcomes = run_bench(config, progress=False if args.no_progress else None)
     results = [o.result for o in outcomes]
     if args.json:
-        sys.stdout.write(json.dumps(results, indent=2, allow_nan=False) + "\n")
+        dumped = [r.model_dump(mode="json") for r in results]
+        sys.stdout.write(json.dumps(dumped, indent=2, allow_nan=False) + "\n")
     else:
         print_summary(results, title=f"inferx bench {config.base_url}")
         if config.output_dir:

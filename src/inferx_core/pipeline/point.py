@@ -28,17 +28,18 @@ from inferx_core.load.scheduler import LoadConfig, LoadScheduler, PreparedReques
 from inferx_core.load.token_counter import CounterResolution, resolve_token_counter
 from inferx_core.load.workload import Workload as BuiltWorkload
 from inferx_core.load.workload import WorkloadSpec, build_workload
+from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.summarize import summarize
+from inferx_core.pipeline.assemble import Measured, PointSource, measured_result, point_status
 from inferx_core.results.files import (
     requests_path,
-    result_header,
-    result_path,
     telemetry_path,
     utc_now,
-    write_json_atomic,
     write_jsonl_atomic,
+    write_result,
 )
-from inferx_core.sdk.redact import redact
+from inferx_core.results.model import PointResultBase
+from inferx_core.telemetry.model import TelemetrySection
 from inferx_core.telemetry.recorder import TelemetryRecorder, series_rows
 from inferx_core.telemetry.session import TelemetryPlan, telemetry_fields
 
@@ -47,20 +48,22 @@ ABORT_POLL_S = 0.25
 
 #: Called while a point runs; returns a reason to abort (e.g. "engine exited"), else None.
 AbortCheck = Callable[[], "str | None"]
+#: Called when a point failed: (its reason) -> (the real reason, provenance fields to add).
+FailureDetails = Callable[[str], "tuple[str, dict[str, Any]]"]
 
 
 @dataclass
 class PointOutcome:
-    """What one load point produced (the result dict is what was written)."""
+    """What one load point produced (``result`` is what was written)."""
 
     point_id: str
-    result: dict[str, Any]
+    result: PointResultBase
     records: list[RequestRecord] = field(default_factory=list)
     path: Path | None = None
 
     @property
     def status(self) -> str:
-        return str(self.result.get("status"))
+        return self.result.status
 
 
 def prompts_for(point: LoadPoint, load: LoadProfile) -> int:
@@ -218,29 +221,23 @@ async def _run_scheduler(
     return result, abort_reason
 
 
-def run_point(
+@dataclass
+class _Requests:
+    """The prepared requests of one point and the workload they came from."""
+
+    built: BuiltWorkload
+    measured: Any  # a list, or an endless iterator for duration-bound runs
+    warmup: list[PreparedRequest]
+    n_measured: int
+
+
+def _build_requests(
     target: BenchTarget,
     point: LoadPoint,
-    *,
     workload: Workload,
     load: LoadProfile,
-    slo: SLO,
     counter: CounterResolution,
-    point_id: str,
-    num_gpus: int | None = None,
-    percentiles: list[float] | None = None,
-    output_dir: Path | None = None,
-    extra: dict[str, Any] | None = None,
-    abort_check: AbortCheck | None = None,
-    progress: bool | None = None,
-    num_gpus_reason: str | None = None,
-    telemetry: TelemetryPlan | None = None,
-) -> PointOutcome:
-    """Run one load point and write its result (when ``output_dir`` is given).
-
-    Ctrl-C writes what was measured with status ``interrupted`` and re-raises.
-    """
-    started_at = utc_now()
+) -> _Requests:
     n_measured = prompts_for(point, load)
     n_warmup = warmup_for(point, load)
     spec = workload_spec(workload)
@@ -254,38 +251,59 @@ def run_point(
         if warm_built
         else []
     )
-    source: Any = _cycle(measured, 0) if load.duration_s and load.num_prompts is None else measured
-    config = LoadConfig(
-        max_concurrency=point.concurrency or point.max_concurrency,
-        request_rate=point.request_rate or math.inf,
-        arrival=load.arrival,
-        seed=workload.seed,
-        duration_s=load.duration_s,
-        timeout_s=load.request_timeout_s,
-    )
-    label = f"{point_id} ({'closed' if point.concurrency else 'open'} loop)"
-    interrupted = False
-    abort_reason: str | None = None
+    endless = load.duration_s and load.num_prompts is None
+    return _Requests(built, _cycle(measured, 0) if endless else measured, warmup, n_measured)
+
+
+@dataclass
+class _Drive:
+    result: ScheduleResult
+    abort_reason: str | None
+    interrupted: bool
+
+
+def _drive(
+    target: BenchTarget,
+    requests: _Requests,
+    config: LoadConfig,
+    *,
+    label: str,
+    total: int | None,
+    recorder: TelemetryRecorder,
+    abort_check: AbortCheck | None,
+    progress: bool | None,
+) -> _Drive:
+    """Run the scheduler under telemetry; Ctrl-C keeps every finished record."""
     holder: list[LoadScheduler] = []
     # Samplers start before the warmup so the measured window is covered at
     # both edges; energy is integrated over exactly that window afterwards.
-    recorder = TelemetryRecorder(telemetry.samplers() if telemetry else [])
     recorder.start()
     try:
-        with LoadProgress(label, None if load.duration_s else n_measured, enabled=progress) as bar:
+        with LoadProgress(label, total, enabled=progress) as bar:
             try:
                 result, abort_reason = asyncio.run(
-                    _run_scheduler(target, source, warmup, config, bar, abort_check, holder)
+                    _run_scheduler(
+                        target, requests.measured, requests.warmup, config, bar, abort_check, holder
+                    )
                 )
             except KeyboardInterrupt:
-                # Everything finished before Ctrl-C is kept; in-flight requests
-                # were marked cancelled by the scheduler.
-                interrupted = True
+                # In-flight requests were marked cancelled by the scheduler.
                 result = holder[0].result if holder else ScheduleResult(cancelled=True)
+                return _Drive(result, None, interrupted=True)
     finally:
         recorder.stop()
-    records = result.records + result.warmup_records
-    metrics = summarize(
+    return _Drive(result, abort_reason, interrupted=False)
+
+
+def _point_metrics(
+    result: ScheduleResult,
+    *,
+    num_gpus: int | None,
+    num_gpus_reason: str | None,
+    slo: SLO,
+    percentiles: list[float] | None,
+) -> PointMetrics:
+    flat = summarize(
         result.records,
         window_start_ns=result.window_start_ns,
         window_end_ns=max(result.window_end_ns, result.window_start_ns + 1),
@@ -294,77 +312,164 @@ def run_point(
         percentiles=percentiles or [50.0, 90.0, 99.0, 99.9],
     )
     if num_gpus is None and num_gpus_reason:
-        for key, why in metrics.get("null_reasons", {}).items():
+        for key, why in flat["null_reasons"].items():
             if why == "num_gpus_unknown":
-                metrics["null_reasons"][key] = num_gpus_reason
-    power: dict[str, Any] = {}
-    if telemetry is not None:
-        completed_in = metrics.get("total_input_tokens") or 0
-        completed_out = metrics.get("total_output_tokens") or 0
-        power = telemetry_fields(
-            recorder,
-            telemetry,
-            start_ns=result.window_start_ns,
-            end_ns=result.window_end_ns,
-            output_tokens=completed_out,
-            total_tokens=completed_in + completed_out,
-            requests=metrics.get("completed") or 0,
-        )
-    status, reason = "ok", None
-    if interrupted:
-        status, reason = "interrupted", "interrupted by the user (Ctrl-C)"
-    elif abort_reason:
-        status, reason = "failed", abort_reason
-    elif metrics.get("completed", 0) == 0:
-        status, reason = "failed", "no request completed successfully"
-    stopped_by = "num_prompts"
-    if result.stopped_by_duration:
-        stopped_by = "duration"
-    if interrupted or abort_reason:
+                flat["null_reasons"][key] = num_gpus_reason
+    return PointMetrics.from_flat(flat)
+
+
+def _point_telemetry(
+    recorder: TelemetryRecorder,
+    plan: TelemetryPlan | None,
+    result: ScheduleResult,
+    metrics: PointMetrics,
+) -> TelemetrySection | None:
+    if plan is None:
+        return None
+    counts = metrics.counts
+    fields = telemetry_fields(
+        recorder,
+        plan,
+        start_ns=result.window_start_ns,
+        end_ns=result.window_end_ns,
+        output_tokens=counts.total_output_tokens,
+        total_tokens=counts.total_input_tokens + counts.total_output_tokens,
+        requests=counts.completed,
+    )
+    return TelemetrySection.from_flat(fields)
+
+
+def _offered(drive: _Drive, point: LoadPoint, load: LoadProfile, n_measured: int) -> dict[str, Any]:
+    result = drive.result
+    stopped_by = "duration" if result.stopped_by_duration else "num_prompts"
+    if drive.interrupted or drive.abort_reason:
         stopped_by = "aborted"
-    out: dict[str, Any] = {
-        **result_header(point_id, status, reason, started_at),
-        "finished_at": utc_now(),
-        "backend": f"openai-{workload.api}",
-        "base_url": target.base_url,
-        "model_id": target.model,
-        "mode": "closed" if point.concurrency else "open",
+    return {
         "num_prompts": len(result.records),
         "num_prompts_planned": None if load.duration_s else n_measured,
-        "request_rate": "inf" if point.request_rate is None else point.request_rate,
         "arrival": None if point.request_rate is None else load.arrival,
-        "max_concurrency": point.concurrency or point.max_concurrency,
         "duration_limit_s": load.duration_s,
         "stopped_by": stopped_by,
         "in_flight_finished_after_stop": result.stopped_by_duration,
         "warmup_requests": len(result.warmup_records),
         "warmup_failed": sum(1 for r in result.warmup_records if not r.ok),
-        **metrics,
-        "workload": {
-            **built.summary(),
-            "api": workload.api,
-            "range_semantics": workload.range_semantics,
-            "ignore_eos": workload.ignore_eos,
-            "token_counting": counter.describe(),
-        },
-        "slo": slo.as_dict(),
-        **power,
-        **redact(extra or {}),
     }
+
+
+def _workload_fields(
+    built: BuiltWorkload, workload: Workload, counter: CounterResolution
+) -> dict[str, Any]:
+    return {
+        **built.summary(),
+        "api": workload.api,
+        "range_semantics": workload.range_semantics,
+        "ignore_eos": workload.ignore_eos,
+        "token_counting": counter.describe(),
+    }
+
+
+def _write_point(
+    output_dir: Path,
+    result: PointResultBase,
+    records: list[RequestRecord],
+    recorder: TelemetryRecorder | None,
+    origin_ns: int,
+) -> Path:
+    """Sidecars first, the result last: a result file means its sidecars are whole."""
+    point_id = result.point_id
+    write_jsonl_atomic(requests_path(output_dir, point_id), (r.to_json() for r in records))
+    if recorder is not None:
+        # time 0 is the window start; with no window (Ctrl-C in the warmup)
+        # it is when sampling began
+        rows = series_rows(recorder, origin_ns or recorder.started_ns)
+        write_jsonl_atomic(telemetry_path(output_dir, point_id), rows)
+    return write_result(output_dir, result)
+
+
+def run_point(
+    target: BenchTarget,
+    point: LoadPoint,
+    *,
+    workload: Workload,
+    load: LoadProfile,
+    slo: SLO,
+    counter: CounterResolution,
+    point_id: str,
+    num_gpus: int | None = None,
+    percentiles: list[float] | None = None,
+    output_dir: Path | None = None,
+    source: PointSource | None = None,
+    abort_check: AbortCheck | None = None,
+    failure_details: FailureDetails | None = None,
+    progress: bool | None = None,
+    num_gpus_reason: str | None = None,
+    telemetry: TelemetryPlan | None = None,
+) -> PointOutcome:
+    """Run one load point and write its result (when ``output_dir`` is given).
+
+    ``source`` carries the ids and provenance every result of the server holds;
+    ``failure_details``, asked only when the point did not end ok, names the
+    real cause (e.g. the engine died) and adds fields such as its log tail.
+    Ctrl-C writes what was measured with status ``interrupted`` and re-raises.
+    """
+    started_at = utc_now()
+    requests = _build_requests(target, point, workload, load, counter)
+    config = LoadConfig(
+        max_concurrency=point.concurrency or point.max_concurrency,
+        request_rate=point.request_rate or math.inf,
+        arrival=load.arrival,
+        seed=workload.seed,
+        duration_s=load.duration_s,
+        timeout_s=load.request_timeout_s,
+    )
+    recorder = TelemetryRecorder(telemetry.samplers() if telemetry else [])
+    drive = _drive(
+        target,
+        requests,
+        config,
+        label=f"{point_id} ({'closed' if point.concurrency else 'open'} loop)",
+        total=None if load.duration_s else requests.n_measured,
+        recorder=recorder,
+        abort_check=abort_check,
+        progress=progress,
+    )
+    metrics = _point_metrics(
+        drive.result,
+        num_gpus=num_gpus,
+        num_gpus_reason=num_gpus_reason,
+        slo=slo,
+        percentiles=percentiles,
+    )
+    measured = Measured(
+        metrics=metrics,
+        offered=_offered(drive, point, load, requests.n_measured),
+        workload=_workload_fields(requests.built, workload, counter),
+        slo=slo.as_dict(),
+        telemetry=_point_telemetry(recorder, telemetry, drive.result, metrics),
+        started_at=started_at,
+    )
+    status, reason = point_status(drive.interrupted, drive.abort_reason, metrics.counts.completed)
+    more: dict[str, Any] = {}
+    if status == "failed" and failure_details is not None:
+        reason, more = failure_details(reason or "")
+    source = source or PointSource(point_id, point)
+    source = replace(
+        source,
+        point_id=point_id,
+        point=point,
+        backend=f"openai-{workload.api}",
+        base_url=target.base_url,
+        model_id=target.model,
+    )
+    result = measured_result(source, measured, status, reason, **more)
+    records = drive.result.records + drive.result.warmup_records
     path = None
     if output_dir is not None:
-        write_jsonl_atomic(requests_path(output_dir, point_id), (r.to_json() for r in records))
-        if telemetry is not None:
-            write_jsonl_atomic(
-                telemetry_path(output_dir, point_id),
-                # time 0 is the window start; with no window (Ctrl-C in the
-                # warmup) it is when sampling began
-                series_rows(recorder, result.window_start_ns or recorder.started_ns),
-            )
-        path = write_json_atomic(result_path(output_dir, point_id), out)
-    if interrupted:
+        rec = recorder if telemetry is not None else None
+        path = _write_point(output_dir, result, records, rec, drive.result.window_start_ns)
+    if drive.interrupted:
         raise KeyboardInterrupt
-    return PointOutcome(point_id, out, records, path)
+    return PointOutcome(point_id, result, records, path)
 
 
 def run_bench(
@@ -418,7 +523,7 @@ def _run_points(
             num_gpus=config.num_gpus,
             percentiles=config.percentiles,
             output_dir=config.output_dir,
-            extra={"config": config.model_dump(mode="json")},
+            source=PointSource("", point, context={"config": config.model_dump(mode="json")}),
             progress=progress,
             telemetry=telemetry,
         )

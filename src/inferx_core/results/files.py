@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+from inferx_core.results.model import PointResultBase, parse_result
+
 RESULT_SUFFIX = ".json"
 REQUESTS_SUFFIX = ".requests.jsonl"
 TELEMETRY_SUFFIX = ".telemetry.jsonl"
@@ -23,22 +24,6 @@ TELEMETRY_SUFFIX = ".telemetry.jsonl"
 def utc_now() -> str:
     """The timestamp every result and job record uses (UTC, seconds)."""
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def result_header(
-    point_id: str, status: str, reason: str | None, date: str | None = None
-) -> dict[str, Any]:
-    """The identity fields every result file starts with, ok or failed."""
-    from inferx_core._version import __version__
-
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "inferx_version": __version__,
-        "point_id": point_id,
-        "status": status,
-        "failure_reason": reason,
-        "date": date or utc_now(),
-    }
 
 
 def _atomic_write(path: Path, write: Any) -> Path:
@@ -70,6 +55,12 @@ def write_jsonl_atomic(path: Path, rows: Iterable[Any]) -> Path:
     return _atomic_write(path, write)
 
 
+def write_result(output_dir: Path, result: PointResultBase) -> Path:
+    """The one writer of result files: ``<output_dir>/<point_id>.json``, atomically."""
+    data = result.model_dump(mode="json")
+    return write_json_atomic(result_path(output_dir, result.point_id), data)
+
+
 def result_path(output_dir: Path, point_id: str) -> Path:
     return output_dir / f"{point_id}{RESULT_SUFFIX}"
 
@@ -82,21 +73,23 @@ def telemetry_path(output_dir: Path, point_id: str) -> Path:
     return output_dir / f"{point_id}{TELEMETRY_SUFFIX}"
 
 
-def read_result(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+def read_result(path: Path) -> PointResultBase:
+    """One result file as its typed model (schema 1 is migrated)."""
+    return parse_result(json.loads(path.read_text(encoding="utf-8")))
 
 
 def is_complete(output_dir: Path, point_id: str) -> bool:
     """True when the point finished ok (``--resume`` skips it).
 
     Failed and interrupted points run again: their cause (a crashed engine,
-    Ctrl-C) is usually gone on the next attempt.
+    Ctrl-C) is usually gone on the next attempt. So does a file that cannot
+    be read as a result.
     """
     path = result_path(output_dir, point_id)
     if not path.exists():
         return False
     try:
-        data = read_result(path)
-    except (OSError, json.JSONDecodeError):
+        result = read_result(path)
+    except (OSError, ValueError):  # ValueError: bad JSON or not the schema
         return False
-    return data.get("schema_version") == SCHEMA_VERSION and data.get("status") == "ok"
+    return result.status == "ok"

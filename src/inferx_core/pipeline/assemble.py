@@ -1,0 +1,134 @@
+"""Assemble one point's typed result from what its stages produced.
+
+The only place a :class:`~inferx_core.results.model.PointResultBase` is
+built: measured points (:func:`measured_result`) and points that never ran
+(:func:`never_ran_result`) share the identity and provenance code, so an ok,
+interrupted and failed file always carry the same identity fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from inferx_core._version import __version__
+from inferx_core.config.points import LoadPoint
+from inferx_core.metrics.model import PointMetrics
+from inferx_core.results.files import utc_now
+from inferx_core.results.model import (
+    FailedResult,
+    Identity,
+    InterruptedResult,
+    LoadSection,
+    OkResult,
+    PointResultBase,
+    Provenance,
+    WorkloadSection,
+)
+from inferx_core.sdk.redact import redact
+from inferx_core.telemetry.model import TelemetrySection
+
+StoppedBy = Literal["num_prompts", "duration", "aborted"]
+
+
+@dataclass(frozen=True)
+class PointSource:
+    """Who produced a point: ids, the target and what every result of it carries."""
+
+    point_id: str
+    point: LoadPoint
+    server_id: str | None = None
+    backend: str | None = None
+    base_url: str | None = None
+    model_id: str | None = None
+    # config, engine, platform, launch, fixes, preflight, readiness (redacted here)
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+
+def identity(source: PointSource, started_at: str | None, finished_at: str | None) -> Identity:
+    point = source.point
+    closed = point.request_rate is None
+    return Identity(
+        point_id=source.point_id,
+        server_id=source.server_id,
+        mode="closed" if closed else "open",
+        concurrency=point.concurrency if closed else None,
+        request_rate=point.request_rate,
+        max_concurrency=point.concurrency or point.max_concurrency,
+        date=started_at or utc_now(),
+        finished_at=finished_at,
+    )
+
+
+def provenance(source: PointSource, **more: Any) -> Provenance:
+    context = redact({**source.context, **more})
+    known = set(Provenance.model_fields) - {"inferx_version", "extra"}
+    return Provenance(
+        inferx_version=__version__,
+        backend=source.backend,
+        base_url=source.base_url,
+        model_id=source.model_id,
+        **{k: v for k, v in context.items() if k in known},
+        extra={k: v for k, v in context.items() if k not in known},
+    )
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the load, metrics and telemetry stages of one point produced."""
+
+    metrics: PointMetrics
+    offered: Mapping[str, Any]  # LoadSection's offered fields (num_prompts, stopped_by...)
+    workload: Mapping[str, Any]
+    slo: Mapping[str, float]
+    telemetry: TelemetrySection | None
+    started_at: str
+
+
+def point_status(
+    interrupted: bool, abort_reason: str | None, completed: int
+) -> tuple[Literal["ok", "failed", "interrupted"], str | None]:
+    if interrupted:
+        return "interrupted", "interrupted by the user (Ctrl-C)"
+    if abort_reason:
+        return "failed", abort_reason
+    if completed == 0:
+        return "failed", "no request completed successfully"
+    return "ok", None
+
+
+def measured_result(
+    source: PointSource,
+    measured: Measured,
+    status: Literal["ok", "failed", "interrupted"],
+    reason: str | None,
+    **more_provenance: Any,
+) -> PointResultBase:
+    """A point whose requests ran, with its status decided by :func:`point_status`."""
+    metrics = measured.metrics
+    load = LoadSection(**metrics.counts.model_dump(), **measured.offered, slo=dict(measured.slo))
+    cls = {"ok": OkResult, "failed": FailedResult, "interrupted": InterruptedResult}[status]
+    return cls(
+        failure_reason=reason,
+        identity=identity(source, measured.started_at, utc_now()),
+        workload=WorkloadSection(**measured.workload),
+        load=load,
+        latency=metrics.latency,
+        throughput=metrics.throughput,
+        telemetry=measured.telemetry,
+        provenance=provenance(source, **more_provenance),
+        null_reasons=metrics.null_reasons,
+    )
+
+
+def never_ran_result(source: PointSource, reason: str, **more_provenance: Any) -> FailedResult:
+    """A point that never ran (the engine did not start or died before it).
+
+    No request ran, so no latency or throughput section is written, never a zero.
+    """
+    return FailedResult(
+        failure_reason=reason,
+        identity=identity(source, None, None),
+        provenance=provenance(source, **more_provenance),
+    )

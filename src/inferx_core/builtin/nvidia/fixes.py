@@ -30,232 +30,74 @@ from __future__ import annotations
 
 import os
 from importlib import resources
-from pathlib import Path
-from typing import Any
 
-from inferx_core.builtin.nvidia.flashinfer_prefetch import version_tuple
-from inferx_core.sdk.fix_helpers import checked_plugin_options
+from inferx_core.builtin.nvidia.fix_support import (
+    ARCH_ENGINES,
+    CACHE_DIR_ENV,
+    CUDA_CACHE_MAXSIZE,
+    CUDA_ENV_DOC,
+    FLASHINFER_ENGINES,
+    GPU_MEMORY_THRESHOLD,
+    GRAPH_ENGINES,
+    KNOWN_IMAGE_NCCL,
+    NCCL_ENV_DOC,
+    NCCL_GRAPH_LEAK,
+    NCCL_SM100_FIXED,
+    PREFETCH_SCRIPT,
+    PREFETCH_TIMEOUT_S,
+    cache_root,
+    cuda_arch,
+    cuda_graphs,
+    dotted_version,
+    engine_nccl,
+    flashinfer_arch,
+    gpus_text,
+    ids_text,
+    in_container,
+    left_as_given,
+    no_nvidia_verdict,
+    normalize_image,
+    nvidia_gpus,
+    parse_version,
+    persistent_dir,
+    user_set_env,
+    with_missing_env,
+    with_preflight,
+    with_warning,
+)
 from inferx_core.sdk.fixes import Fix, FixContext, FixVerdict
-from inferx_core.sdk.launch_spec import LaunchSpec, Mount, PreflightWait
+from inferx_core.sdk.launch_spec import LaunchSpec, PreflightWait
 from inferx_core.sdk.platform import Accelerator
 
-PLUGIN_OPTIONS_KEY = "nvidia"
-#: plugin_options.nvidia keys and their types.
-OPTIONS: dict[str, type] = {"cache_dir": str, "nccl_version": str}
-CACHE_DIR_ENV = "INFERX_CACHE_DIR"
-#: Where host cache folders are mounted inside containers.
-CONTAINER_CACHE_ROOT = "/inferx/cache"
-
-#: First NCCL release with SM100 (Blackwell) machine code.
-NCCL_SM100_FIXED = (2, 26, 2)
-#: NCCL releases that register user buffers under CUDA graphs by default and leak
-#: a driver resource: [2.26, 2.28).
-NCCL_GRAPH_LEAK = ((2, 26), (2, 28))
-#: CUDA's documented maximum for the JIT cache (4 GiB; the default is 256 MiB).
-CUDA_CACHE_MAXSIZE = str(4 * 1024**3)
-FLASHINFER_ENGINES = ("vllm", "sglang")
-ARCH_ENGINES = ("vllm", "sglang", "trtllm")
-GRAPH_ENGINES = ("vllm", "sglang", "trtllm")
-PREFETCH_SCRIPT = "inferx_flashinfer_prefetch.py"
-PREFETCH_TIMEOUT_S = 900
-GPU_MEMORY_THRESHOLD = 0.10
-
-#: Images whose NCCL is known (``repository:tag`` -> NCCL version). vLLM images
-#: ship the NCCL that their torch wheel pins (nvidia-nccl-cu12): torch 2.6 ->
-#: 2.21.5, torch 2.7.x -> 2.26.2, torch 2.8 -> 2.27.3. Extend it, or set
-#: ``plugin_options.nvidia.nccl_version``, for other images.
-KNOWN_IMAGE_NCCL: dict[str, str] = {
-    "vllm/vllm-openai:v0.8.5": "2.21.5",  # torch 2.6.0
-    "vllm/vllm-openai:v0.8.5.post1": "2.21.5",  # torch 2.6.0
-    "vllm/vllm-openai:v0.9.0": "2.26.2",  # torch 2.7.0
-    "vllm/vllm-openai:v0.9.1": "2.26.2",  # torch 2.7.0
-    "vllm/vllm-openai:v0.9.2": "2.26.2",  # torch 2.7.0
-    "vllm/vllm-openai:v0.10.0": "2.26.2",  # torch 2.7.1
-    "vllm/vllm-openai:v0.10.1": "2.26.2",  # torch 2.7.1
-    "vllm/vllm-openai:v0.10.1.1": "2.26.2",  # torch 2.7.1
-    "vllm/vllm-openai:v0.10.2": "2.27.3",  # torch 2.8.0
-    "vllm/vllm-openai:v0.11.0": "2.27.3",  # torch 2.8.0
-}
-
-NCCL_ENV_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
-CUDA_ENV_DOC = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars"
-
-
-# -- helpers -----------------------------------------------------------------------------------
-
-
-def nvidia_gpus(ctx: FixContext, spec: LaunchSpec) -> list[Accelerator]:
-    """The NVIDIA accelerators this launch uses (in ``spec.gpu_ids`` order).
-
-    Where there are some, ``plugin_options.nvidia`` is checked too, so a typo
-    there is reported wherever the catalogue could act.
-    """
-    by_index = {a.index: a for a in ctx.platform.accelerators_of("nvidia")}
-    gpus = [by_index[i] for i in spec.gpu_ids if i in by_index]
-    if gpus:
-        nvidia_options(ctx)
-    return gpus
-
-
-def _no_nvidia(ctx: FixContext) -> FixVerdict:
-    if not ctx.platform.accelerators_of("nvidia"):
-        return FixVerdict(False, "no NVIDIA GPU on this platform")
-    return FixVerdict(False, "this launch uses no NVIDIA GPU")
-
-
-def _ids(values: Any) -> str:
-    return ",".join(str(v) for v in values)
-
-
-def _gpus(gpus: list[Accelerator]) -> str:
-    """'GPU 3' or 'GPUs 0,1,2'."""
-    return ("GPUs " if len(gpus) > 1 else "GPU ") + _ids(g.index for g in gpus)
-
-
-def nvidia_options(ctx: FixContext) -> dict[str, Any]:
-    """``plugin_options.nvidia``, checked: unknown keys and wrong types are the user's to fix."""
-    return checked_plugin_options(
-        ctx, PLUGIN_OPTIONS_KEY, OPTIONS, "cache_dir: /scratch/inferx-cache"
-    )
-
-
-def cache_root(ctx: FixContext) -> Path:
-    """The host folder that holds InferX's persistent caches (see module doc)."""
-    given = nvidia_options(ctx).get("cache_dir") or os.environ.get(CACHE_DIR_ENV)
-    if given:
-        return Path(given).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "inferx"
-
-
-def in_container(ctx: FixContext, spec: LaunchSpec) -> bool:
-    return spec.image is not None or ctx.server.launcher == "docker"
-
-
-def persistent_dir(spec: LaunchSpec, ctx: FixContext, name: str) -> tuple[LaunchSpec, str, str]:
-    """A persistent host folder for ``name``: (spec with its mount, engine-side path, host path).
-
-    Process launches use the host path; container launches mount it at
-    ``/inferx/cache/<name>`` (added once).
-    """
-    host = str(cache_root(ctx) / name)
-    if not in_container(ctx, spec):
-        return spec, host, host
-    inside = f"{CONTAINER_CACHE_ROOT}/{name}"
-    mount = Mount(host_path=host, container_path=inside)
-    if mount not in spec.mounts:
-        spec = spec.model_copy(update={"mounts": (*spec.mounts, mount)})
-    return spec, inside, host
-
-
-def parse_version(text: str | None) -> tuple[int, ...] | None:
-    """'2.26.2+cuda12.8' -> (2, 26, 2); None when it does not start with a number."""
-    if not text:
-        return None
-    return version_tuple(text.strip().lstrip("vV")) or None
-
-
-def normalize_image(image: str) -> str:
-    """'docker.io/vllm/vllm-openai:v0.9.2' -> 'vllm/vllm-openai:v0.9.2' (digests kept)."""
-    name = image.strip()
-    for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/"):
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-    return name
-
-
-def engine_nccl(ctx: FixContext, spec: LaunchSpec) -> tuple[tuple[int, ...] | None, str]:
-    """The NCCL version the engine will load, and where that knowledge comes from."""
-    given = nvidia_options(ctx).get("nccl_version")
-    if given:
-        return parse_version(given), f"NCCL {given} (plugin_options.nvidia.nccl_version)"
-    if in_container(ctx, spec):
-        if spec.image is None:
-            return None, "NCCL version unknown (container launch without an image)"
-        known = KNOWN_IMAGE_NCCL.get(normalize_image(spec.image))
-        if known:
-            return parse_version(known), f"NCCL {known} (image {spec.image}, known-images table)"
-        return None, (
-            f"NCCL version unknown (image {spec.image} is not in the known-images table; "
-            "the host's NCCL does not apply inside a container)"
-        )
-    host = ctx.platform.software.get("nccl")
-    version = parse_version(host)
-    if version is None:
-        return None, "NCCL version unknown (no `nccl` in the platform's software versions)"
-    return version, f"NCCL {host} (platform software)"
-
-
-def _dotted(version: tuple[int, ...]) -> str:
-    return ".".join(str(v) for v in version)
-
-
-def _user_set(spec: LaunchSpec, *names: str) -> dict[str, str]:
-    return {n: spec.env[n] for n in names if n in spec.env}
-
-
-def _left_as_given(spec: LaunchSpec, name: str, where: str = "env") -> FixVerdict:
-    """The verdict when the user set ``name`` themselves: their value wins, the fix stays out."""
-    return FixVerdict(False, f"{name}={spec.env[name]} set in {where}; left as given")
-
-
-def _with_missing_env(spec: LaunchSpec, values: dict[str, str]) -> LaunchSpec:
-    missing = {k: v for k, v in values.items() if k not in spec.env}
-    return spec.with_env(**missing) if missing else spec
-
-
-def _with_warning(spec: LaunchSpec, warning: str) -> LaunchSpec:
-    if warning in spec.warnings:
-        return spec
-    return spec.model_copy(update={"warnings": (*spec.warnings, warning)})
-
-
-def _with_preflight(spec: LaunchSpec, wait: PreflightWait) -> LaunchSpec:
-    if wait in spec.preflight:
-        return spec
-    return spec.model_copy(update={"preflight": (*spec.preflight, wait)})
-
-
-def cuda_graphs(spec: LaunchSpec) -> tuple[bool, str]:
-    """Whether the engine captures CUDA graphs, from its own switches."""
-    if "--enforce-eager" in spec.argv:
-        return False, "--enforce-eager: no CUDA graphs"
-    if "--disable-cuda-graph" in spec.argv:
-        return False, "--disable-cuda-graph: no CUDA graphs"
-    for name, content in spec.files.items():
-        if name.endswith((".yaml", ".yml")) and _yaml_disables_graphs(content):
-            return False, f"{name} sets cuda_graph_config: null"
-    return True, "CUDA graphs on (the engine's default)"
-
-
-def _yaml_disables_graphs(content: str) -> bool:
-    import yaml
-
-    try:
-        data = yaml.safe_load(content)
-    except yaml.YAMLError:
-        return False
-    return isinstance(data, dict) and "cuda_graph_config" in data and not data["cuda_graph_config"]
-
-
-def cuda_arch(acc: Accelerator) -> tuple[int, int] | None:
-    if not acc.compute_capability:
-        return None
-    try:
-        major, minor = acc.compute_capability.split(".", 1)
-        return int(major), int(minor)
-    except ValueError:
-        return None
-
-
-def flashinfer_arch(major: int, minor: int) -> str:
-    """FlashInfer's spelling: '9.0a' and '10.0a' (arch-specific features), '12.0a', '8.9'."""
-    if major == 12:
-        return "12.0a"  # FlashInfer builds all SM 12.x as SM 120
-    if major >= 9:
-        return f"{major}.{minor}a"
-    return f"{major}.{minor}"
-
+# Helpers and constants live in fix_support.py; the public ones stay importable here.
+__all__ = [
+    "ARCH_ENGINES",
+    "CACHE_DIR_ENV",
+    "CUDA_CACHE_MAXSIZE",
+    "CUDA_ENV_DOC",
+    "FIXES",
+    "FLASHINFER_ENGINES",
+    "GPU_MEMORY_THRESHOLD",
+    "GRAPH_ENGINES",
+    "KNOWN_IMAGE_NCCL",
+    "NCCL_ENV_DOC",
+    "NCCL_GRAPH_LEAK",
+    "NCCL_SM100_FIXED",
+    "PREFETCH_SCRIPT",
+    "PREFETCH_TIMEOUT_S",
+    "cache_root",
+    "catalogue",
+    "cuda_arch",
+    "cuda_graphs",
+    "engine_nccl",
+    "flashinfer_arch",
+    "in_container",
+    "normalize_image",
+    "nvidia_gpus",
+    "parse_version",
+    "persistent_dir",
+    "prefetch_source",
+]
 
 # -- nvidia-visible-devices ------------------------------------------------------------------------
 
@@ -263,21 +105,21 @@ def flashinfer_arch(major: int, minor: int) -> str:
 def _visible_condition(ctx: FixContext, spec: LaunchSpec) -> FixVerdict:
     gpus = nvidia_gpus(ctx, spec)
     if not gpus:
-        return _no_nvidia(ctx)
+        return no_nvidia_verdict(ctx)
     if in_container(ctx, spec):
         return FixVerdict(False, "container launch: docker --gpus selects the devices")
     if "CUDA_VISIBLE_DEVICES" in spec.env:
-        return _left_as_given(spec, "CUDA_VISIBLE_DEVICES", "engine_env")
+        return left_as_given(spec, "CUDA_VISIBLE_DEVICES", "engine_env")
     return FixVerdict(
         True,
-        f"process launch on {_gpus(gpus)}: CUDA sees only those, "
+        f"process launch on {gpus_text(gpus)}: CUDA sees only those, "
         "numbered in PCI bus order like NVML",
     )
 
 
 def _visible_change(spec: LaunchSpec, ctx: FixContext) -> LaunchSpec:
-    ids = _ids(g.index for g in nvidia_gpus(ctx, spec))
-    return _with_missing_env(spec, {"CUDA_VISIBLE_DEVICES": ids, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    ids = ids_text(g.index for g in nvidia_gpus(ctx, spec))
+    return with_missing_env(spec, {"CUDA_VISIBLE_DEVICES": ids, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
 
 
 # -- nvidia-gpu-memory-preflight -------------------------------------------------------------------
@@ -293,18 +135,18 @@ GPU_WAIT = PreflightWait(
 def _drained_condition(ctx: FixContext, spec: LaunchSpec) -> FixVerdict:
     gpus = nvidia_gpus(ctx, spec)
     if not gpus:
-        return _no_nvidia(ctx)
+        return no_nvidia_verdict(ctx)
     if any(w.kind == "gpu_memory_below" for w in spec.preflight if w != GPU_WAIT):
         return FixVerdict(False, "the spec already waits for the GPUs to drain")
     return FixVerdict(
         True,
-        f"{_gpus(gpus)} must use <= {GPU_MEMORY_THRESHOLD:.0%} of their "
+        f"{gpus_text(gpus)} must use <= {GPU_MEMORY_THRESHOLD:.0%} of their "
         "memory before the start (a half-drained previous job fails weight loading or NCCL init)",
     )
 
 
 def _drained_change(spec: LaunchSpec, ctx: FixContext) -> LaunchSpec:
-    return _with_preflight(spec, GPU_WAIT)
+    return with_preflight(spec, GPU_WAIT)
 
 
 # -- nccl-sm100-jit-cache --------------------------------------------------------------------------
@@ -313,7 +155,7 @@ def _drained_change(spec: LaunchSpec, ctx: FixContext) -> LaunchSpec:
 def _sm100_condition(ctx: FixContext, spec: LaunchSpec) -> FixVerdict:
     gpus = nvidia_gpus(ctx, spec)
     if not gpus:
-        return _no_nvidia(ctx)
+        return no_nvidia_verdict(ctx)
     blackwell = [g for g in gpus if (cuda_arch(g) or (0, 0))[0] == 10]
     if not blackwell:
         caps = sorted({g.compute_capability or "unknown" for g in gpus})
@@ -327,8 +169,12 @@ def _sm100_condition(ctx: FixContext, spec: LaunchSpec) -> FixVerdict:
     if version is None:
         return FixVerdict(True, f"compute capability {cc} with {source}")
     if version >= NCCL_SM100_FIXED:
-        return FixVerdict(False, f"{source} >= {_dotted(NCCL_SM100_FIXED)} carries SM100 code")
-    return FixVerdict(True, f"compute capability {cc} with {source} < {_dotted(NCCL_SM100_FIXED)}")
+        return FixVerdict(
+            False, f"{source} >= {dotted_version(NCCL_SM100_FIXED)} carries SM100 code"
+        )
+    return FixVerdict(
+        True, f"compute capability {cc} with {source} < {dotted_version(NCCL_SM100_FIXED)}"
+    )
 
 
 def _sm100_change(spec: LaunchSpec, ctx: FixContext) -> LaunchSpec:
@@ -337,8 +183,8 @@ def _sm100_change(spec: LaunchSpec, ctx: FixContext) -> LaunchSpec:
     if given is not None and given != inside:
         host = given  # the user's cache folder: theirs to persist
     else:
-        spec = _with_missing_env(with_mount, {"CUDA_CACHE_PATH": inside})
-    spec = _with_missing_env(
+        spec = with_missing_env(with_mount, {"CUDA_CACHE_PATH": inside})
+    spec = with_missing_env(
         spec, {"CUDA_CACHE_MAXSIZE": CUDA_CACHE_MAXSIZE, "CUDA_CACHE_DISABLE": "0"}
     )
     warning = (
@@ -352,7 +198,7 @@ def _sm100_change(spec: LaunchSpec, ctx: FixContext) -> LaunchSpec:
             f"; readiness_timeout_s is {ctx.server.readiness_timeout_s:.0f} s, "
             "raise it to at least 3600 for the first start"
         )
-    return _with_warning(spec, warning)
+    return with_warning(spec, warning)
 
 
 # -- flashinfer-cuda-arch-list ---------------------------------------------------------------------
@@ -370,13 +216,13 @@ def _arch_lists(gpus: list[Accelerator]) -> tuple[str, str] | None:
 def _arch_condition(ctx: FixContext, spec: LaunchSpec) -> FixVerdict:
     gpus = nvidia_gpus(ctx, spec)
     if not gpus:
-        return _no_nvidia(ctx)
+        return no_nvidia_verdict(ctx)
     if spec.engine not in ARCH_ENGINES:
         return FixVerdict(False, f"engine {spec.engine} does not use FlashInfer")
     lists = _arch_lists(gpus)
     if lists is None:
         return FixVerdict(False, "compute capability unknown (not in the platform)")
-    given = _user_set(spec, "FLASHINFER_CUDA_ARCH_LIST", "TORCH_CUDA_ARCH_LIST")
+    given = user_set_env(spec, "FLASHINFER_CUDA_ARCH_LIST", "TORCH_CUDA_ARCH_LIST")
     if len(given) == 2:
         return FixVerdict(False, "FLASHINFER_CUDA_ARCH_LIST and TORCH_CUDA_ARCH_LIST set in env")
     caps = ", ".join(sorted({g.compute_capability or "" for g in gpus}))
@@ -391,7 +237,7 @@ def _arch_change(spec: LaunchSpec, ctx: FixContext) -> LaunchSpec:
     lists = _arch_lists(nvidia_gpus(ctx, spec))
     if lists is None:
         return spec
-    return _with_missing_env(
+    return with_missing_env(
         spec, {"FLASHINFER_CUDA_ARCH_LIST": lists[0], "TORCH_CUDA_ARCH_LIST": lists[1]}
     )
 
@@ -402,13 +248,13 @@ def _arch_change(spec: LaunchSpec, ctx: FixContext) -> LaunchSpec:
 def _graph_condition(ctx: FixContext, spec: LaunchSpec) -> FixVerdict:
     gpus = nvidia_gpus(ctx, spec)
     if not gpus:
-        return _no_nvidia(ctx)
+        return no_nvidia_verdict(ctx)
     if spec.engine not in GRAPH_ENGINES:
         return FixVerdict(False, f"engine {spec.engine} is not known to capture CUDA graphs")
     if len(spec.gpu_ids) < 2:
         return FixVerdict(False, "one GPU: the engine creates no NCCL communicator")
     if "NCCL_GRAPH_REGISTER" in spec.env:
-        return _left_as_given(spec, "NCCL_GRAPH_REGISTER")
+        return left_as_given(spec, "NCCL_GRAPH_REGISTER")
     graphs, why = cuda_graphs(spec)
     if not graphs:
         return FixVerdict(False, why)
@@ -426,7 +272,7 @@ def _graph_condition(ctx: FixContext, spec: LaunchSpec) -> FixVerdict:
 
 
 def _graph_change(spec: LaunchSpec, ctx: FixContext) -> LaunchSpec:
-    return _with_missing_env(spec, {"NCCL_GRAPH_REGISTER": "0"})
+    return with_missing_env(spec, {"NCCL_GRAPH_REGISTER": "0"})
 
 
 # -- flashinfer-shared-cache -----------------------------------------------------------------------
@@ -450,13 +296,13 @@ def _script_path() -> str:
 def _flashinfer_condition(ctx: FixContext, spec: LaunchSpec) -> FixVerdict:
     gpus = nvidia_gpus(ctx, spec)
     if not gpus:
-        return _no_nvidia(ctx)
+        return no_nvidia_verdict(ctx)
     if spec.engine not in FLASHINFER_ENGINES:
         return FixVerdict(False, f"engine {spec.engine} does not download FlashInfer kernels")
     if len(spec.gpu_ids) < 2:
         return FixVerdict(False, "one GPU: one process downloads, nothing races")
     if "FLASHINFER_WORKSPACE_BASE" in spec.env and _script_path() not in spec.argv:
-        return _left_as_given(spec, "FLASHINFER_WORKSPACE_BASE")
+        return left_as_given(spec, "FLASHINFER_WORKSPACE_BASE")
     return FixVerdict(
         True,
         f"{len(spec.gpu_ids)} GPU processes of {spec.engine} would each download FlashInfer's "
@@ -466,7 +312,7 @@ def _flashinfer_condition(ctx: FixContext, spec: LaunchSpec) -> FixVerdict:
 
 def _flashinfer_change(spec: LaunchSpec, ctx: FixContext) -> LaunchSpec:
     spec, inside, host = persistent_dir(spec, ctx, "flashinfer")
-    spec = _with_missing_env(spec, {"FLASHINFER_WORKSPACE_BASE": inside})
+    spec = with_missing_env(spec, {"FLASHINFER_WORKSPACE_BASE": inside})
     if _script_path() not in spec.argv:
         wrapper = (
             _prefetch_python(spec.argv[0]),
@@ -483,7 +329,7 @@ def _flashinfer_change(spec: LaunchSpec, ctx: FixContext) -> LaunchSpec:
         timeout_s=float(PREFETCH_TIMEOUT_S),
         reason="another InferX start is filling the shared FlashInfer cache",
     )
-    return _with_preflight(spec, lock)
+    return with_preflight(spec, lock)
 
 
 # -- the catalogue ---------------------------------------------------------------------------------

@@ -22,13 +22,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
-import shlex
 import shutil
 import subprocess
-import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,256 +41,58 @@ from inferx_core.executors.jobs import (
     read_status,
     secret_environment,
 )
+from inferx_core.executors.slurm_script import (
+    CONTAINER_MOUNTS_ENV,
+    JobGroup,
+    SlurmOptions,
+    default_inferx_command,
+    group_units,
+    log_path_for,
+    log_pattern,
+    render_script,
+    unit_config,
+)
+from inferx_core.executors.slurm_state import (
+    job_state,
+    parse_array_tasks,
+    parse_sacct,
+    parse_squeue,
+)
 from inferx_core.launch.process import tail_lines
 from inferx_core.results.files import write_json_atomic
 from inferx_core.sdk.executor import (
     ExecutorError,
     JobRef,
-    JobState,
     JobStatus,
     Submission,
 )
 from inferx_core.sdk.redact import redact_text
 
+# The script and state readers live in slurm_script.py / slurm_state.py; their
+# public names stay importable from here.
+__all__ = [
+    "CONTAINER_MOUNTS_ENV",
+    "NAME",
+    "JobGroup",
+    "SlurmExecutor",
+    "SlurmOptions",
+    "default_inferx_command",
+    "factory",
+    "group_units",
+    "job_state",
+    "load_submission",
+    "log_path_for",
+    "log_pattern",
+    "parse_array_tasks",
+    "parse_sacct",
+    "parse_squeue",
+    "render_script",
+    "save_submission",
+]
+
 NAME = "slurm"
-#: Where the srun launcher reads extra pyxis mounts from inside the job.
-CONTAINER_MOUNTS_ENV = "INFERX_CONTAINER_MOUNTS"
-
-_STATE_MAP: dict[str, JobState] = {
-    "PENDING": "pending",
-    "CONFIGURING": "pending",
-    "REQUEUED": "pending",
-    "REQUEUE_HOLD": "pending",
-    "REQUEUE_FED": "pending",
-    "RESV_DEL_HOLD": "pending",
-    "SUSPENDED": "pending",
-    "RUNNING": "running",
-    "COMPLETING": "running",
-    "STAGE_OUT": "running",
-    "SIGNALING": "running",
-    "RESIZING": "running",
-    "COMPLETED": "done",
-    "CANCELLED": "cancelled",
-    "FAILED": "failed",
-    "TIMEOUT": "failed",
-    "NODE_FAIL": "failed",
-    "OUT_OF_MEMORY": "failed",
-    "BOOT_FAIL": "failed",
-    "DEADLINE": "failed",
-    "PREEMPTED": "failed",
-    "SPECIAL_EXIT": "failed",
-    "REVOKED": "failed",
-}
-
 
 _SACCT_FIELDS = "JobID,State,ExitCode,NodeList"
-
-
-def job_state(slurm_state: str) -> JobState:
-    """SLURM's word (``CANCELLED by 0``, ``OUT_OF_MEMORY``, ...) as an InferX job state."""
-    word = slurm_state.strip().split(" ")[0].rstrip("+").upper()
-    return _STATE_MAP.get(word, "unknown")
-
-
-@dataclass
-class SlurmOptions:
-    """``inferx run --executor slurm`` options (flags or ``--executor-opt KEY=VALUE``)."""
-
-    partition: str | None = None
-    account: str | None = None
-    time: str | None = None  # sbatch --time, e.g. 01:00:00
-    #: GPUs per job; None: each configuration's tp x pp x dp; 0: request none (CPU engines)
-    gpus_per_node: int | None = None
-    container_image: str | None = None
-    container_mounts: list[str] = field(default_factory=list)  # SRC:DST[:ro] for pyxis
-    sbatch_args: list[str] = field(default_factory=list)  # extra #SBATCH lines, verbatim
-    job_name: str = "inferx"
-    max_parallel: int | None = None  # job array throttle (%N)
-    #: argv that runs inferx on the node; default: this inferx (a shared venv)
-    inferx_command: list[str] | None = None
-    poll_interval_s: float = 2.0
-
-    @classmethod
-    def from_mapping(cls, options: Mapping[str, Any]) -> SlurmOptions:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise ExecutorError(
-                f"unknown slurm executor option(s) {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(known))}"
-            )
-        values = dict(options)
-        for key in ("container_mounts", "sbatch_args", "inferx_command"):
-            if isinstance(values.get(key), str):
-                raw = values[key]
-                values[key] = raw.split(",") if key == "container_mounts" else shlex.split(raw)
-        for key in ("gpus_per_node", "max_parallel"):
-            if values.get(key) is not None:
-                values[key] = int(values[key])
-        if values.get("poll_interval_s") is not None:
-            values["poll_interval_s"] = float(values["poll_interval_s"])
-        opts = cls(**values)
-        for name in ("partition", "account", "time", "job_name", "container_image"):
-            value = getattr(opts, name)
-            if value is not None and (not str(value).strip() or re.search(r"\s", str(value))):
-                raise ExecutorError(f"slurm option {name}={value!r} must be one word")
-        for arg in [*opts.sbatch_args, *opts.container_mounts]:
-            if "\n" in arg or "\r" in arg:
-                raise ExecutorError(f"slurm option value {arg!r} spans lines")
-        if opts.gpus_per_node is not None and opts.gpus_per_node < 0:
-            raise ExecutorError("gpus_per_node must be >= 0")
-        return opts
-
-
-def default_inferx_command() -> list[str]:
-    """This installation's ``inferx`` (the job needs it on a shared filesystem)."""
-    script = Path(sys.executable).parent / "inferx"
-    if script.is_file() and os.access(script, os.X_OK):
-        return [str(script)]
-    return [sys.executable, "-m", "inferx_core.cli"]
-
-
-@dataclass
-class JobGroup:
-    """Units submitted together (one sbatch; a job array when there are several)."""
-
-    number: int
-    gpus: int
-    units: list[JobUnit]
-
-    @property
-    def is_array(self) -> bool:
-        return len(self.units) > 1
-
-
-def _unit_config(unit: JobUnit, opts: SlurmOptions) -> JobUnit:
-    """Container jobs start the engine with srun + pyxis instead of docker."""
-    cfg = unit.config
-    image = opts.container_image or (cfg.image if cfg.launcher in ("docker", "srun") else None)
-    if image is None:
-        return unit
-    cfg = cfg.model_copy(update={"image": image, "launcher": "srun"})
-    return JobUnit(unit.index, unit.server, cfg, unit.output_dir, unit.points, unit.todo)
-
-
-def group_units(units: list[JobUnit], opts: SlurmOptions) -> list[JobGroup]:
-    by_gpus: dict[int, list[JobUnit]] = {}
-    for unit in units:
-        gpus = opts.gpus_per_node if opts.gpus_per_node is not None else unit.config.num_gpus
-        by_gpus.setdefault(gpus, []).append(unit)
-    return [JobGroup(n, gpus, group) for n, (gpus, group) in enumerate(sorted(by_gpus.items()))]
-
-
-def log_pattern(job_dir: Path, group: JobGroup, opts: SlurmOptions) -> str:
-    stem = f"{opts.job_name}-{group.number}"
-    return str(job_dir / "logs" / (f"{stem}-%A_%a.log" if group.is_array else f"{stem}-%j.log"))
-
-
-def log_path_for(pattern: str, job_id: str) -> Path:
-    base, _, task = job_id.partition("_")
-    return Path(pattern.replace("%A", base).replace("%a", task).replace("%j", base))
-
-
-def render_script(
-    group: JobGroup,
-    job_dir: Path,
-    opts: SlurmOptions,
-    *,
-    workdir: Path,
-    secret_names: Sequence[str] = (),
-) -> str:
-    """The batch script for one group of units (inspectable; holds no secret)."""
-    from inferx_core._version import __version__
-
-    manifest = job_dir / MANIFEST_NAME
-    command = opts.inferx_command or default_inferx_command()
-    directives = [
-        f"--job-name={opts.job_name}",
-        f"--output={log_pattern(job_dir, group, opts)}",
-        f"--chdir={workdir}",
-        "--nodes=1",
-        "--ntasks=1",
-    ]
-    if opts.partition:
-        directives.append(f"--partition={opts.partition}")
-    if opts.account:
-        directives.append(f"--account={opts.account}")
-    if opts.time:
-        directives.append(f"--time={opts.time}")
-    if group.gpus:
-        directives.append(f"--gpus-per-node={group.gpus}")
-    if group.is_array:
-        throttle = f"%{opts.max_parallel}" if opts.max_parallel else ""
-        directives.append(f"--array=0-{len(group.units) - 1}{throttle}")
-    directives += list(opts.sbatch_args)
-    lines = [
-        "#!/bin/bash",
-        *(f"#SBATCH {d}" for d in directives),
-        f"# Generated by inferx {__version__}: {len(group.units)} server configuration(s), "
-        "one per job, each running its load points.",
-        "# The job runs the ordinary InferX runner with resume on; results land in each",
-        "# configuration's output folder, one atomic file per point.",
-    ]
-    if secret_names:
-        lines.append(
-            f"# Secrets ({', '.join(secret_names)}) are not written here: they come from "
-            "sbatch's environment (--export=ALL)."
-        )
-    for number, unit in enumerate(group.units):
-        lines.append(f"#   task {number}: {unit.server} ({len(unit.todo)} point(s) to run)")
-    lines += ["set -euo pipefail"]
-    if opts.container_mounts:
-        mounts = ",".join(opts.container_mounts)
-        lines.append(f"export {CONTAINER_MOUNTS_ENV}={shlex.quote(mounts)}")
-    indexes = " ".join(str(u.index) for u in group.units)
-    lines += [
-        f"INDEXES=({indexes})",
-        'INDEX="${INDEXES[${SLURM_ARRAY_TASK_ID:-0}]}"',
-        'echo "inferx: job ${SLURM_JOB_ID} on $(hostname): configuration ${INDEX} of '
-        f'{manifest}"',
-        f'exec {shlex.join(command)} run-job {shlex.quote(str(manifest))} --index "$INDEX"',
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def parse_array_tasks(text: str) -> list[int]:
-    """``0-3,7%2`` or ``[0-3]`` -> [0, 1, 2, 3, 7]."""
-    text = text.strip().strip("[]").split("%")[0]
-    tasks: list[int] = []
-    for part in filter(None, text.split(",")):
-        low, _, high = part.partition("-")
-        if not low.isdigit() or (high and not high.isdigit()):
-            return []
-        tasks += list(range(int(low), int(high or low) + 1))
-    return tasks
-
-
-def parse_squeue(text: str) -> dict[str, tuple[str, str, str]]:
-    """``%i|%F|%K|%T|%r|%N`` rows -> job id (``A`` or ``A_t``) -> (state, reason, node)."""
-    found: dict[str, tuple[str, str, str]] = {}
-    for line in text.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) < 6:
-            continue
-        job_id, array_id, task, state, reason, node = parts[:6]
-        value = (state, "" if reason in ("None", "(null)") else reason, node)
-        if task in ("N/A", "(null)", ""):
-            found[job_id] = value
-            continue
-        for number in parse_array_tasks(task):
-            found[f"{array_id}_{number}"] = value
-    return found
-
-
-def parse_sacct(text: str) -> dict[str, tuple[str, str, str]]:
-    """``JobID|State|ExitCode|NodeList`` rows -> job id -> (state, exit code, node)."""
-    found: dict[str, tuple[str, str, str]] = {}
-    for line in text.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) >= 4 and parts[0]:
-            found[parts[0]] = (parts[1], parts[2], parts[3])
-    return found
 
 
 class SlurmExecutor:
@@ -314,7 +112,7 @@ class SlurmExecutor:
         self, configs: list[RunConfig], output_dir: Path | None
     ) -> tuple[Plan, Path, list[JobGroup], dict[str, str], dict[str, Any]]:
         plan = plan_units(configs, output_dir)
-        plan.units = [_unit_config(u, self.options) for u in plan.units]
+        plan.units = [unit_config(u, self.options) for u in plan.units]
         job_dir = new_job_dir(job_root(plan.units, output_dir, configs), NAME)
         registry: dict[str, str] = {}
         manifest = manifest_data(plan.units, registry)

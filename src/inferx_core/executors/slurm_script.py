@@ -1,0 +1,201 @@
+"""The SLURM batch script: executor options, job groups and the script text.
+
+Used by :class:`inferx_core.executors.slurm.SlurmExecutor`; everything here
+is pure (no sbatch call), so the scripts can be inspected and tested.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from inferx_core.executors.jobs import MANIFEST_NAME, JobUnit
+from inferx_core.sdk.executor import ExecutorError
+
+__all__ = [
+    "CONTAINER_MOUNTS_ENV",
+    "JobGroup",
+    "SlurmOptions",
+    "default_inferx_command",
+    "group_units",
+    "log_path_for",
+    "log_pattern",
+    "render_script",
+    "unit_config",
+]
+
+#: Where the srun launcher reads extra pyxis mounts from inside the job.
+CONTAINER_MOUNTS_ENV = "INFERX_CONTAINER_MOUNTS"
+
+
+@dataclass
+class SlurmOptions:
+    """``inferx run --executor slurm`` options (flags or ``--executor-opt KEY=VALUE``)."""
+
+    partition: str | None = None
+    account: str | None = None
+    time: str | None = None  # sbatch --time, e.g. 01:00:00
+    #: GPUs per job; None: each configuration's tp x pp x dp; 0: request none (CPU engines)
+    gpus_per_node: int | None = None
+    container_image: str | None = None
+    container_mounts: list[str] = field(default_factory=list)  # SRC:DST[:ro] for pyxis
+    sbatch_args: list[str] = field(default_factory=list)  # extra #SBATCH lines, verbatim
+    job_name: str = "inferx"
+    max_parallel: int | None = None  # job array throttle (%N)
+    #: argv that runs inferx on the node; default: this inferx (a shared venv)
+    inferx_command: list[str] | None = None
+    poll_interval_s: float = 2.0
+
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, Any]) -> SlurmOptions:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ExecutorError(
+                f"unknown slurm executor option(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        values = dict(options)
+        for key in ("container_mounts", "sbatch_args", "inferx_command"):
+            if isinstance(values.get(key), str):
+                raw = values[key]
+                values[key] = raw.split(",") if key == "container_mounts" else shlex.split(raw)
+        for key in ("gpus_per_node", "max_parallel"):
+            if values.get(key) is not None:
+                values[key] = int(values[key])
+        if values.get("poll_interval_s") is not None:
+            values["poll_interval_s"] = float(values["poll_interval_s"])
+        opts = cls(**values)
+        for name in ("partition", "account", "time", "job_name", "container_image"):
+            value = getattr(opts, name)
+            if value is not None and (not str(value).strip() or re.search(r"\s", str(value))):
+                raise ExecutorError(f"slurm option {name}={value!r} must be one word")
+        for arg in [*opts.sbatch_args, *opts.container_mounts]:
+            if "\n" in arg or "\r" in arg:
+                raise ExecutorError(f"slurm option value {arg!r} spans lines")
+        if opts.gpus_per_node is not None and opts.gpus_per_node < 0:
+            raise ExecutorError("gpus_per_node must be >= 0")
+        return opts
+
+
+def default_inferx_command() -> list[str]:
+    """This installation's ``inferx`` (the job needs it on a shared filesystem)."""
+    script = Path(sys.executable).parent / "inferx"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "inferx_core.cli"]
+
+
+@dataclass
+class JobGroup:
+    """Units submitted together (one sbatch; a job array when there are several)."""
+
+    number: int
+    gpus: int
+    units: list[JobUnit]
+
+    @property
+    def is_array(self) -> bool:
+        return len(self.units) > 1
+
+
+def unit_config(unit: JobUnit, opts: SlurmOptions) -> JobUnit:
+    """Container jobs start the engine with srun + pyxis instead of docker."""
+    cfg = unit.config
+    image = opts.container_image or (cfg.image if cfg.launcher in ("docker", "srun") else None)
+    if image is None:
+        return unit
+    cfg = cfg.model_copy(update={"image": image, "launcher": "srun"})
+    return JobUnit(unit.index, unit.server, cfg, unit.output_dir, unit.points, unit.todo)
+
+
+def group_units(units: list[JobUnit], opts: SlurmOptions) -> list[JobGroup]:
+    by_gpus: dict[int, list[JobUnit]] = {}
+    for unit in units:
+        gpus = opts.gpus_per_node if opts.gpus_per_node is not None else unit.config.num_gpus
+        by_gpus.setdefault(gpus, []).append(unit)
+    return [JobGroup(n, gpus, group) for n, (gpus, group) in enumerate(sorted(by_gpus.items()))]
+
+
+def log_pattern(job_dir: Path, group: JobGroup, opts: SlurmOptions) -> str:
+    stem = f"{opts.job_name}-{group.number}"
+    return str(job_dir / "logs" / (f"{stem}-%A_%a.log" if group.is_array else f"{stem}-%j.log"))
+
+
+def log_path_for(pattern: str, job_id: str) -> Path:
+    base, _, task = job_id.partition("_")
+    return Path(pattern.replace("%A", base).replace("%a", task).replace("%j", base))
+
+
+def _directives(group: JobGroup, job_dir: Path, opts: SlurmOptions, workdir: Path) -> list[str]:
+    """The ``#SBATCH`` options of one group's script."""
+    directives = [
+        f"--job-name={opts.job_name}",
+        f"--output={log_pattern(job_dir, group, opts)}",
+        f"--chdir={workdir}",
+        "--nodes=1",
+        "--ntasks=1",
+    ]
+    if opts.partition:
+        directives.append(f"--partition={opts.partition}")
+    if opts.account:
+        directives.append(f"--account={opts.account}")
+    if opts.time:
+        directives.append(f"--time={opts.time}")
+    if group.gpus:
+        directives.append(f"--gpus-per-node={group.gpus}")
+    if group.is_array:
+        throttle = f"%{opts.max_parallel}" if opts.max_parallel else ""
+        directives.append(f"--array=0-{len(group.units) - 1}{throttle}")
+    return directives + list(opts.sbatch_args)
+
+
+def render_script(
+    group: JobGroup,
+    job_dir: Path,
+    opts: SlurmOptions,
+    *,
+    workdir: Path,
+    secret_names: Sequence[str] = (),
+) -> str:
+    """The batch script for one group of units (inspectable; holds no secret)."""
+    from inferx_core._version import __version__
+
+    manifest = job_dir / MANIFEST_NAME
+    command = opts.inferx_command or default_inferx_command()
+    directives = _directives(group, job_dir, opts, workdir)
+    lines = [
+        "#!/bin/bash",
+        *(f"#SBATCH {d}" for d in directives),
+        f"# Generated by inferx {__version__}: {len(group.units)} server configuration(s), "
+        "one per job, each running its load points.",
+        "# The job runs the ordinary InferX runner with resume on; results land in each",
+        "# configuration's output folder, one atomic file per point.",
+    ]
+    if secret_names:
+        lines.append(
+            f"# Secrets ({', '.join(secret_names)}) are not written here: they come from "
+            "sbatch's environment (--export=ALL)."
+        )
+    for number, unit in enumerate(group.units):
+        lines.append(f"#   task {number}: {unit.server} ({len(unit.todo)} point(s) to run)")
+    lines += ["set -euo pipefail"]
+    if opts.container_mounts:
+        mounts = ",".join(opts.container_mounts)
+        lines.append(f"export {CONTAINER_MOUNTS_ENV}={shlex.quote(mounts)}")
+    indexes = " ".join(str(u.index) for u in group.units)
+    lines += [
+        f"INDEXES=({indexes})",
+        'INDEX="${INDEXES[${SLURM_ARRAY_TASK_ID:-0}]}"',
+        'echo "inferx: job ${SLURM_JOB_ID} on $(hostname): configuration ${INDEX} of '
+        f'{manifest}"',
+        f'exec {shlex.join(command)} run-job {shlex.quote(str(manifest))} --index "$INDEX"',
+        "",
+    ]
+    return "\n".join(lines)

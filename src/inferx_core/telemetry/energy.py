@@ -394,6 +394,28 @@ def _efficiency_fields(
     }
 
 
+def _power_fields(
+    f: _GpuFields, power: dict[str, IntegralResult], rows: list[list[float | None]]
+) -> dict[str, Any]:
+    """Average power, peak power and energy: per GPU and summed over the GPUs."""
+    f.missing_reason = _missing_power_reason(f, power)
+    energy_per = f.per_gpu(power, "gpu_energy_j_per_gpu", "joules")
+    avg_per = f.per_gpu(power, "gpu_power_avg_w_per_gpu", "avg_watts")
+    max_per = f.per_gpu(power, "gpu_power_max_w_per_gpu", "max_w")
+    energy_j = f.total("gpu_energy_j", energy_per)
+    avg_w = f.total("gpu_power_avg_w", avg_per)
+    max_w, max_method = _peak_power(f, rows, max_per)
+    return {
+        "gpu_power_avg_w": avg_w,
+        "gpu_power_avg_w_per_gpu": avg_per,
+        "gpu_power_max_w": max_w,
+        "gpu_power_max_w_per_gpu": max_per,
+        "gpu_power_max_method": max_method,
+        "gpu_energy_j": energy_j,
+        "gpu_energy_j_per_gpu": energy_per,
+    }
+
+
 def gpu_energy(
     series: Series,
     gpu_ids: Sequence[int | str],
@@ -429,19 +451,14 @@ def gpu_energy(
         out["power_invalid_reasons"] = f.reasons
         return out
 
-    f.missing_reason = _missing_power_reason(f, power)
-    energy_per = f.per_gpu(power, "gpu_energy_j_per_gpu", "joules")
-    avg_per = f.per_gpu(power, "gpu_power_avg_w_per_gpu", "avg_watts")
-    max_per = f.per_gpu(power, "gpu_power_max_w_per_gpu", "max_w")
-    energy_j = f.total("gpu_energy_j", energy_per)
-    avg_w = f.total("gpu_power_avg_w", avg_per)
-    max_w, max_method = _peak_power(f, rows, max_per)
+    power_fields = _power_fields(f, power, rows)
+    energy_j = power_fields["gpu_energy_j"]
     counters = _counter_fields(series, f, start_ns, end_ns, energy_j, counter_tolerance)
     duration_s = (end_ns - start_ns) / _NS
     efficiency = _efficiency_fields(
         f,
         energy_j,
-        avg_w,
+        power_fields["gpu_power_avg_w"],
         duration_s,
         output_tokens=output_tokens,
         total_tokens=total_tokens,
@@ -453,13 +470,7 @@ def gpu_energy(
         "power_invalid_reasons": f.reasons,
         "power_source": source,
         "gpu_ids": ids,
-        "gpu_power_avg_w": avg_w,
-        "gpu_power_avg_w_per_gpu": avg_per,
-        "gpu_power_max_w": max_w,
-        "gpu_power_max_w_per_gpu": max_per,
-        "gpu_power_max_method": max_method,
-        "gpu_energy_j": energy_j,
-        "gpu_energy_j_per_gpu": energy_per,
+        **power_fields,
         **counters,
         **efficiency,
         "max_sample_gap_s": max(p.max_gap_s for p in power.values()),

@@ -205,7 +205,7 @@ class ConnectionPool:
         loop = asyncio.get_running_loop()
         _, conn = await asyncio.wait_for(
             loop.create_connection(
-                lambda: Connection(self),
+                lambda: Connection(self._read_buffer, self._forget),
                 self.host,
                 self.port,
                 ssl=self._ssl,

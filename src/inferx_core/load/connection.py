@@ -12,15 +12,12 @@ reuses connections, and the request function, are in
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from time import perf_counter_ns
-from typing import TYPE_CHECKING
 
 from inferx_core.load.http_reply import parse_headers, parse_status_line, unusable_reply
 from inferx_core.load.records import ErrorKind, RequestRecord
 from inferx_core.load.sse import DONE, FAILED, StreamDecoder
-
-if TYPE_CHECKING:
-    from inferx_core.load.client import ConnectionPool
 
 __all__ = ["RETRY", "SETTLED", "Connection"]
 
@@ -48,9 +45,10 @@ class Connection(asyncio.BufferedProtocol):
     do per chunk (~17 us here); ``recv_into`` a reused buffer does not.
     """
 
-    def __init__(self, pool: ConnectionPool) -> None:
-        self.pool = pool
-        self._rbuf = pool._read_buffer
+    def __init__(self, read_buffer: memoryview, forget: Callable[[Connection], None]) -> None:
+        # The pool's shared receive buffer, and how to tell the pool this connection is gone.
+        self._rbuf = read_buffer
+        self._forget = forget
         self.transport: asyncio.Transport | None = None
         self.alive = True
         self.reused = False
@@ -114,7 +112,7 @@ class Connection(asyncio.BufferedProtocol):
         self.reusable = False
         state = self._state
         if state in (_IDLE, _OVER):
-            self.pool._forget(self)
+            self._forget(self)
             return
         t = perf_counter_ns()
         if state == _EOF and exc is None:

@@ -10,12 +10,29 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from inferx_core.testing.knobs import ServerKnobs
 
-if TYPE_CHECKING:
-    from inferx_core.testing.server import ServerProtocol
+
+class _IdSource(Protocol):
+    def next_id(self) -> int: ...
+
+
+class ServerConnection(Protocol):
+    """What a stream needs from the connection it answers on (server.ServerProtocol)."""
+
+    server: _IdSource
+    loop: asyncio.AbstractEventLoop
+    closed: bool
+    recv_ns: int
+
+    def write(self, data: bytes) -> None: ...
+
+    def abort(self) -> None: ...
+
+    def response_done(self) -> None: ...
+
 
 __all__ = [
     "ScriptedStream",
@@ -104,7 +121,7 @@ class ScriptedStream:
     )
 
     def __init__(
-        self, proto: ServerProtocol, knobs: ServerKnobs, body: dict[str, Any], chat: bool
+        self, proto: ServerConnection, knobs: ServerKnobs, body: dict[str, Any], chat: bool
     ) -> None:
         self.proto = proto
         self.knobs = knobs

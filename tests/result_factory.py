@@ -1,8 +1,10 @@
-"""Hand-made result dicts shaped like the runner's and bench's (for analysis/report tests).
+"""Hand-made schema-1 result dicts shaped like the runner's and bench's (for analysis/report tests).
 
 Only the fields the analysis reads are filled, with the runner's names and
 nesting (``config``, ``engine``, ``platform``, ``workload``, ``launch``); the
-numbers are the caller's, so tests can assert golden values.
+numbers are the caller's, so tests can assert golden values. They are
+schema-1 files (as InferX 0.1 wrote them): readers migrate them to the typed
+model, so every analysis test also covers reading old files.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+from inferx_core.results.model import PointResultBase, parse_result
 
 
 def make_result(
@@ -91,6 +95,8 @@ def make_result(
         "gpu_power_avg_w": power,
         "slo": {},
     }
+    if total is not None:  # without throughput it is a point that measured nothing
+        result.update(_counts_and_levels(result["completed"], duration, concurrency))
     workload = {"kind": "random", "isl": isl, "osl": osl, "api": "completions"}
     if bench:
         result["config"] = {
@@ -120,6 +126,32 @@ def make_result(
     result["platform"] = {"host": {"hostname": hostname}, "accelerators": accelerators}
     result["launch"] = {"spec": {"gpu_ids": list(range(gpus)) if gpu_name else []}}
     return result
+
+
+def _counts_and_levels(completed: int, duration: float, concurrency: int) -> dict[str, Any]:
+    """The rest a schema-1 file always carried, neutral, so it migrates to schema 2."""
+    return {
+        "num_prompts": completed,
+        "stopped_by": "num_prompts",
+        "total_requests": completed,
+        "warmup_excluded": 0,
+        "output_tokens_estimated": False,
+        "output_tokens_estimated_requests": 0,
+        "output_token_sources": {},
+        "max_concurrent_requests": concurrency,
+        "failed_by_kind": {},
+        "error_samples": [],
+        "no_successful_requests": completed == 0,
+        "request_throughput": completed / duration if duration else None,
+        "max_output_tokens_per_s": 0.0,
+        "percentiles": [50.0, 90.0, 99.0],
+        "itl_per_token_requests": completed,
+    }
+
+
+def make_model(point_id: str, **kwargs: Any) -> PointResultBase:
+    """``make_result`` read the way a reader reads it: migrated to the typed model."""
+    return parse_result(make_result(point_id, **kwargs))
 
 
 def write_results(folder: Path, results: list[dict[str, Any]]) -> list[Path]:

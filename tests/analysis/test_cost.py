@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from result_factory import make_result
+from result_factory import make_model, make_result
 
 from inferx_core.analysis.cost import (
     KW_PER_GPU,
@@ -14,6 +14,7 @@ from inferx_core.analysis.cost import (
     parse_per_type,
     resolve_gpu_type,
 )
+from inferx_core.results.model import parse_result
 
 
 @pytest.mark.parametrize(
@@ -61,7 +62,7 @@ def test_tables_hold_the_domain_figures() -> None:
 def test_golden_cost_and_power_for_an_h200_point() -> None:
     # 1000 tok/s/gpu total, 400 output, 600 input; H200 owner 1.41 $/h, 1.73 kW.
     r = make_result("p", tput_per_gpu=1000.0, output_share=0.4, num_gpus=8, power=5600.0)
-    f = cost_fields(r)
+    f = cost_fields(parse_result(r))
     assert (f["gpu_type"], f["gpu_type_source"]) == ("H200", "platform")
     assert (f["num_gpus"], f["num_gpus_source"]) == (8, "result")
     assert (f["usd_per_gpu_hour"], f["price_source"]) == (1.41, "table H200 owner")
@@ -82,14 +83,14 @@ def test_measured_power_only_when_valid() -> None:
     r = make_result("p", power=700.0)
     r["power_valid"] = False
     r["power_invalid_reason"] = "sample gap 4 s > 3 s"
-    f = cost_fields(r)
+    f = cost_fields(parse_result(r))
     assert f["tok_s_per_mw_measured"] is None
     assert "sample gap" in f["measured_power_basis"]
     assert f["tok_s_per_mw_provisioned"] is not None  # labelled apart, still there
 
 
 def test_tiers_and_user_prices_override_the_table() -> None:
-    r = make_result("p", gpu_name="AMD Instinct MI355X")
+    r = make_model("p", gpu_name="AMD Instinct MI355X")
     assert cost_fields(r, CostOptions(tier="rental"))["usd_per_gpu_hour"] == 2.10
     f = cost_fields(r, CostOptions(usd_per_gpu_hour={"*": 3.0}))
     assert (f["usd_per_gpu_hour"], f["price_source"]) == (3.0, "user")
@@ -110,39 +111,39 @@ def test_config_cost_section_is_used() -> None:
         gpu_name=None,
         cost={"gpu_type": "b200", "tier": "neocloud", "usd_per_gpu_hour": None, "kw_per_gpu": 2.5},
     )
-    f = cost_fields(r)
+    f = cost_fields(parse_result(r))
     assert (f["gpu_type"], f["gpu_type_source"]) == ("B200", "config cost.gpu_type")
     assert f["usd_per_gpu_hour"] == 2.34
     assert (f["kw_per_gpu"], f["kw_source"]) == (2.5, "config")
     priced = make_result("q", cost={"gpu_type": None, "tier": "owner", "usd_per_gpu_hour": 4.0})
-    assert cost_fields(priced)["price_source"] == "config"
+    assert cost_fields(parse_result(priced))["price_source"] == "config"
     # the user's --gpu-type wins over both
-    assert cost_fields(r, CostOptions(gpu_type="mi300x"))["gpu_type"] == "MI300X"
+    assert cost_fields(parse_result(r), CostOptions(gpu_type="mi300x"))["gpu_type"] == "MI300X"
 
 
 def test_gpu_type_uses_the_gpus_the_engine_ran_on() -> None:
     r = make_result("p", num_gpus=2)
     r["platform"]["accelerators"][5]["name"] = "NVIDIA H100 80GB HBM3"  # not used (ids 0, 1)
-    assert resolve_gpu_type(r, CostOptions())[0] == "H200"
+    assert resolve_gpu_type(parse_result(r), CostOptions())[0] == "H200"
     r["launch"]["spec"]["gpu_ids"] = [4, 5]
-    assert resolve_gpu_type(r, CostOptions())[0] is None  # mixed: no guess
+    assert resolve_gpu_type(parse_result(r), CostOptions())[0] is None  # mixed: no guess
 
 
 def test_unknown_gpu_count_uses_num_gpus_and_says_so() -> None:
     r = make_result("p", num_gpus=None, tput_per_gpu=1600.0, bench=True)
     assert r["tput_per_gpu"] is None
-    f = cost_fields(r, CostOptions(num_gpus=8, gpu_type="H100"))
+    f = cost_fields(parse_result(r), CostOptions(num_gpus=8, gpu_type="H100"))
     assert (f["num_gpus"], f["num_gpus_source"]) == (8, "assumed (--num-gpus)")
     assert f["tput_per_gpu"] == pytest.approx(200.0)
     assert f["output_tput_per_gpu"] == pytest.approx(100.0)
     assert f["input_tput_per_gpu"] == pytest.approx(100.0)
     assert f["cost_per_mtok_total"] == pytest.approx(1.30 / (200 * 0.0036))
-    default = cost_fields(r)
+    default = cost_fields(parse_result(r))
     assert default["num_gpus"] == 1 and default["num_gpus_source"].startswith("assumed")
     assert default["tput_per_gpu"] == pytest.approx(1600.0)
     assert default["usd_per_gpu_hour"] is None and default["cost_per_mtok_total"] is None
     # a result that counted its GPUs keeps its own figures
-    own = cost_fields(make_result("q", num_gpus=4), CostOptions(num_gpus=8))
+    own = cost_fields(make_model("q", num_gpus=4), CostOptions(num_gpus=8))
     assert own["num_gpus"] == 4 and own["tput_per_gpu"] == 1000.0
 
 

@@ -17,6 +17,7 @@ from result_factory import make_result, make_set, pixel_variety, write_results
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.report import write_report
 from inferx_core.report.table import CSV_COLUMNS
+from inferx_core.results.files import read_result
 
 DATA = Path(__file__).parent / "data"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -69,7 +70,8 @@ def test_report_files_and_golden_csv(tmp_path: Path) -> None:
     }
     c16 = rows["h200-tp1-c16"]
     assert float(c16["tput_per_gpu"]) == 1200.0
-    assert float(c16["median_intvty"]) == 60.0
+    # 1000 / median TPOT in the model: 60 comes back to within 1 ulp
+    assert float(c16["median_intvty"]) == pytest.approx(60.0, rel=1e-15)
     assert float(c16["cost_per_mtok_total"]) == pytest.approx(1.41 / (1200 * 0.0036))
     assert float(c16["cost_per_mtok_output"]) == pytest.approx(1.41 / (600 * 0.0036))
     assert c16["price_source"] == "table H200 owner"
@@ -160,9 +162,10 @@ def test_report_of_real_bench_results_with_assumed_gpus(tmp_path: Path) -> None:
     files = write_report([tmp_path / "bench"], tmp_path / "out", options)
     assert len(files.rows) == 2
     for row in files.rows:
-        result = json.loads(Path(row["path"]).read_text())
-        assert result["tput_per_gpu"] is None  # the bench did not know the GPUs
-        assert row["tput_per_gpu"] == pytest.approx(result["total_token_throughput"] / 8)
+        result = read_result(Path(row["path"]))
+        assert result.throughput is not None
+        assert result.throughput.tput_per_gpu is None  # the bench did not know the GPUs
+        assert row["tput_per_gpu"] == pytest.approx(result.throughput.total_token_throughput / 8)
         assert row["num_gpus_source"] == "assumed (--num-gpus)"
         assert row["cost_per_mtok_total"] == pytest.approx(1.30 / (row["tput_per_gpu"] * 0.0036))
         assert row["engine"] == "external" and row["concurrency"] in (1, 4)
@@ -255,3 +258,37 @@ def test_analysis_does_not_import_matplotlib(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_schema_1_fixture_reports_the_numbers_it_holds(tmp_path: Path) -> None:
+    """The kept schema-1 file, read through the migration, reports exactly its own figures;
+    written back as schema 2 it reports the same rows again."""
+    from inferx_core.analysis.points import METRIC_FIELDS
+    from inferx_core.results.files import write_result
+
+    shutil.copytree(DATA / "vllm-cpu", tmp_path / "v1")
+    [path] = (tmp_path / "v1").glob("*.json")
+    old = json.loads(path.read_text())
+    assert old["schema_version"] == 1
+    [row] = write_report([tmp_path / "v1"], tmp_path / "out-v1", plots=False).rows
+    assert {k: row[k] for k in METRIC_FIELDS} == {k: old.get(k) for k in METRIC_FIELDS}
+    assert row["tput_per_gpu"] == old["total_token_throughput"]  # 1 GPU assumed
+    assert (row["status"], row["mode"], row["concurrency"]) == ("ok", "closed", 8)
+    assert row["date"] == old["date"]
+    write_result(tmp_path / "v2", read_result(path))
+    assert json.loads(next((tmp_path / "v2").glob("*.json")).read_text())["schema_version"] == 2
+    [again] = write_report([tmp_path / "v2"], tmp_path / "out-v2", plots=False).rows
+    assert {k: v for k, v in again.items() if k != "path"} == {
+        k: v for k, v in row.items() if k != "path"
+    }
+
+
+def test_an_invalid_result_file_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    folder = make_set(tmp_path / "results")
+    broken = make_result("broken-c1")
+    broken["status"] = "exploded"
+    write_results(folder, [broken])
+    files = write_report([folder], tmp_path / "out", plots=False)
+    assert "broken-c1" not in {r["point_id"] for r in files.rows} and len(files.rows) == 6
+    [warning] = [w for w in files.warnings if "broken-c1.json" in w]
+    assert "invalid result" in warning

@@ -48,6 +48,7 @@ from typing import Any, Literal
 from inferx_core.analysis.cost import CostOptions, cost_fields
 from inferx_core.analysis.pareto import Frontier
 from inferx_core.analysis.points import INTERACTIVITY, THROUGHPUT
+from inferx_core.results.model import PointResultBase
 from inferx_core.results.read import LoadedResults, read_jsonl, requests_sidecar
 
 Better = Literal["higher", "lower"]
@@ -193,8 +194,8 @@ class SideData:
     def row(self, point_id: str) -> dict[str, Any] | None:
         return next((r for r in self.rows if r["point_id"] == point_id), None)
 
-    def result(self, point_id: str) -> dict[str, Any] | None:
-        return next((r for r in self.loaded.results if r.get("point_id") == point_id), None)
+    def result(self, point_id: str) -> PointResultBase | None:
+        return next((r for r in self.loaded.results if r.point_id == point_id), None)
 
     def samples(self, point_id: str) -> dict[str, list[float]] | None:
         if point_id not in self._samples:
@@ -204,10 +205,10 @@ class SideData:
         return self._samples[point_id] or None
 
 
-def _value(result: Mapping[str, Any], spec: MetricSpec, options: CostOptions) -> float | None:
+def _value(result: PointResultBase, spec: MetricSpec, options: CostOptions) -> float | None:
     if spec.field == THROUGHPUT:  # per GPU as the rows count it (assumed GPUs included)
         return _num(cost_fields(result, options)[THROUGHPUT])
-    return _num(result.get(spec.field))
+    return _num(result.metric(spec.field))
 
 
 def load_side(
@@ -227,7 +228,7 @@ def estimate(side: SideData, point_id: str, spec: MetricSpec) -> Estimate:
     row = side.row(point_id) or {}
     value = _num(row.get(spec.field))
     # 1. replicates
-    versions = [v for v in side.loaded.versions.get(point_id, []) if v.get("status") == "ok"]
+    versions = [v for v in side.loaded.versions.get(point_id, []) if v.status == "ok"]
     if len(versions) >= 2:
         vals = [_value(v, spec, side.options) for v in versions]
         clean = [v for v in vals if v is not None]
@@ -252,10 +253,11 @@ def estimate(side: SideData, point_id: str, spec: MetricSpec) -> Estimate:
             n = len(samples[sample])
             basis = "median CI from requests (order statistics)"
     else:
-        result = side.result(point_id) or {}
-        std = _num(result.get(f"std_{sample}_ms"))
-        med = _num(result.get(f"median_{sample}_ms"))
-        count = result.get("intvty_requests") if sample == "tpot" else result.get("completed")
+        result = side.result(point_id)
+        flat = result.flat() if result is not None else {}  # figures by their flat names
+        std = _num(flat.get(f"std_{sample}_ms"))
+        med = _num(flat.get(f"median_{sample}_ms"))
+        count = flat.get("intvty_requests") if sample == "tpot" else flat.get("completed")
         if std is not None and med is not None and isinstance(count, int) and count > 0:
             ci = median_ci_from_std(med, std, count)
             if ci is not None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from inferx_core.metrics.summarize import cost_per_million_tokens, tokens_per_mw
+from inferx_core.results.model import PointResultBase
 
 Tier = Literal["owner", "neocloud", "rental"]
 TIERS: tuple[Tier, ...] = ("owner", "neocloud", "rental")
@@ -125,12 +126,17 @@ def _lookup(table: Mapping[str, float] | None, gpu_type: str | None) -> float | 
     return float(table["*"]) if "*" in table else None
 
 
-def _accelerators_used(result: Mapping[str, Any]) -> list[str]:
-    platform = result.get("platform") or {}
+def _cost_config(result: PointResultBase) -> Mapping[str, Any]:
+    # config stays a free-form dict in the model (the run's own schema)
+    return (result.provenance.config or {}).get("cost") or {}
+
+
+def _accelerators_used(result: PointResultBase) -> list[str]:
+    platform: Mapping[str, Any] = result.provenance.platform or {}
     accs = [a for a in platform.get("accelerators") or [] if isinstance(a, Mapping)]
-    used = ((result.get("launch") or {}).get("spec") or {}).get("gpu_ids")
+    used = ((result.provenance.launch or {}).get("spec") or {}).get("gpu_ids")
     if used is None:
-        used = result.get("gpu_ids")
+        used = result.metric("gpu_ids")
     if used:
         picked = [a for a in accs if a.get("index") in set(used)]
         if picked:
@@ -138,18 +144,18 @@ def _accelerators_used(result: Mapping[str, Any]) -> list[str]:
     return [str(a.get("name") or "") for a in accs]
 
 
-def resolve_gpu_type(result: Mapping[str, Any], options: CostOptions) -> tuple[str | None, str]:
+def resolve_gpu_type(result: PointResultBase, options: CostOptions) -> tuple[str | None, str]:
     """(GPU type, where it came from): the user's, the config's cost.gpu_type, else the
     platform's accelerator names. Unknown: (None, why)."""
     if options.gpu_type:
         return normalize_gpu_type(options.gpu_type), "user (--gpu-type)"
-    cfg_type = ((result.get("config") or {}).get("cost") or {}).get("gpu_type")
+    cfg_type = _cost_config(result).get("gpu_type")
     if cfg_type:
         return normalize_gpu_type(str(cfg_type)), "config cost.gpu_type"
     names = _accelerators_used(result)
     types = {gpu_type_from_name(n) for n in names}
     if not names:
-        if isinstance(result.get("platform"), Mapping):
+        if result.provenance.platform is not None:
             return None, "no GPU on the platform (CPU run)"
         return None, "no accelerator in the result (give --gpu-type or cost.gpu_type)"
     if None in types or len(types) != 1:
@@ -158,10 +164,10 @@ def resolve_gpu_type(result: Mapping[str, Any], options: CostOptions) -> tuple[s
     return types.pop(), "platform"
 
 
-def resolve_num_gpus(result: Mapping[str, Any], options: CostOptions) -> tuple[int, str]:
+def resolve_num_gpus(result: PointResultBase, options: CostOptions) -> tuple[int, str]:
     """GPUs the per-GPU figures divide by: the result's own count, else --num-gpus
     (default 1), labelled as assumed."""
-    n = result.get("num_gpus")
+    n = result.metric("num_gpus")
     if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
         return n, "result"
     if options.num_gpus is not None:
@@ -170,13 +176,13 @@ def resolve_num_gpus(result: Mapping[str, Any], options: CostOptions) -> tuple[i
 
 
 def resolve_price(
-    result: Mapping[str, Any], gpu_type: str | None, options: CostOptions
+    result: PointResultBase, gpu_type: str | None, options: CostOptions
 ) -> tuple[float | None, str]:
     """$/GPU/hour and its source: user > config cost.usd_per_gpu_hour > table[type][tier]."""
     user = _lookup(options.usd_per_gpu_hour, gpu_type)
     if user is not None:
         return user, "user"
-    cost = (result.get("config") or {}).get("cost") or {}
+    cost = _cost_config(result)
     if cost.get("usd_per_gpu_hour"):
         return float(cost["usd_per_gpu_hour"]), "config"
     tier: Tier = options.tier or cost.get("tier") or "owner"
@@ -186,13 +192,13 @@ def resolve_price(
 
 
 def resolve_kw(
-    result: Mapping[str, Any], gpu_type: str | None, options: CostOptions
+    result: PointResultBase, gpu_type: str | None, options: CostOptions
 ) -> tuple[float | None, str]:
     """Provisioned kW per GPU and its source: user > config cost.kw_per_gpu > table."""
     user = _lookup(options.kw_per_gpu, gpu_type)
     if user is not None:
         return user, "user"
-    cost = (result.get("config") or {}).get("cost") or {}
+    cost = _cost_config(result)
     if cost.get("kw_per_gpu"):
         return float(cost["kw_per_gpu"]), "config"
     if gpu_type in KW_PER_GPU:
@@ -207,19 +213,20 @@ def _num(value: Any) -> float | None:
 
 
 def per_gpu_throughputs(
-    result: Mapping[str, Any], num_gpus: int, source: str
+    result: PointResultBase, num_gpus: int, source: str
 ) -> dict[str, float | None]:
     """tput_per_gpu, output_tput_per_gpu, input_tput_per_gpu: the result's own where it
     counted its GPUs, else its totals divided by the assumed ``num_gpus``."""
+    flat = result.flat()  # the figures by their documented flat names
     if source == "result":
         return {
-            k: _num(result.get(k))
+            k: _num(flat.get(k))
             for k in ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu")
         }
-    total = _num(result.get("total_token_throughput"))
-    output = _num(result.get("output_throughput"))
-    duration = _num(result.get("duration"))
-    inputs = _num(result.get("total_input_tokens"))
+    total = _num(flat.get("total_token_throughput"))
+    output = _num(flat.get("output_throughput"))
+    duration = _num(flat.get("duration"))
+    inputs = _num(flat.get("total_input_tokens"))
     input_tput = inputs / duration if inputs is not None and duration else None
     if input_tput is None and total is not None and output is not None:
         input_tput = total - output
@@ -236,16 +243,17 @@ def _cost(price: float | None, rate: float | None) -> float | None:
     return cost_per_million_tokens(price, rate)
 
 
-def measured_tokens_per_mw(result: Mapping[str, Any]) -> tuple[float | None, float | None, str]:
+def measured_tokens_per_mw(result: PointResultBase) -> tuple[float | None, float | None, str]:
     """(total, output) tokens/s per MW of measured GPU power, and why when None."""
-    if result.get("power_valid") is not True:
-        why = result.get("power_invalid_reason") or "no valid power measurement"
+    flat = result.flat()  # the figures by their documented flat names
+    if flat.get("power_valid") is not True:
+        why = flat.get("power_invalid_reason") or "no valid power measurement"
         return None, None, f"power not valid: {why}"
-    watts = _num(result.get("gpu_power_avg_w"))
+    watts = _num(flat.get("gpu_power_avg_w"))
     if watts is None or watts <= 0:
         return None, None, "no average GPU power"
-    total = _num(result.get("total_token_throughput"))
-    output = _num(result.get("output_throughput"))
+    total = _num(flat.get("total_token_throughput"))
+    output = _num(flat.get("output_throughput"))
     mw = watts / 1e6
     return (
         None if total is None else total / mw,
@@ -254,7 +262,7 @@ def measured_tokens_per_mw(result: Mapping[str, Any]) -> tuple[float | None, flo
     )
 
 
-def cost_fields(result: Mapping[str, Any], options: CostOptions | None = None) -> dict[str, Any]:
+def cost_fields(result: PointResultBase, options: CostOptions | None = None) -> dict[str, Any]:
     """Every cost and power figure for one result, with the source of each input."""
     options = options or CostOptions()
     gpu_type, gpu_src = resolve_gpu_type(result, options)

@@ -21,6 +21,7 @@ from typing import Any
 
 from inferx_core.analysis.cost import CostOptions, cost_fields
 from inferx_core.analysis.pareto import mask_by_group
+from inferx_core.results.model import PointResultBase
 
 __all__ = [
     "INTERACTIVITY",
@@ -87,75 +88,74 @@ def series_of(point_id: str) -> str:
     return _LOAD_SUFFIX.sub("", point_id)
 
 
-def _load_level(result: Mapping[str, Any]) -> tuple[int | None, float | None, int | None]:
+def _load_level(result: PointResultBase) -> tuple[int | None, float | None, int | None]:
     """(closed-loop concurrency, open-loop request rate, open-loop concurrency cap)."""
-    mode = result.get("mode")
-    conc = result.get("max_concurrency")
-    rate = result.get("request_rate")
-    concurrency = int(conc) if isinstance(conc, int) and not isinstance(conc, bool) else None
-    if mode is None:
-        # A point that never ran (engine failed to start): its level is in its id.
-        pid = str(result.get("point_id"))
-        closed = re.search(r"-c(\d+)$", pid)
-        if closed:
-            return int(closed.group(1)), None, None
-        opened = re.search(r"-r([0-9][0-9.e+]*)(?:-cap(\d+))?$", pid)
-        if opened:
-            try:
-                cap = int(opened.group(2)) if opened.group(2) else None
-                return None, float(opened.group(1)), cap
-            except ValueError:
-                pass
-        return None, None, None
-    if mode == "open":
-        request_rate = float(rate) if isinstance(rate, (int, float)) else None
-        return None, request_rate, concurrency
-    return concurrency, None, None
+    ident = result.identity
+    if ident.mode == "open":
+        return None, ident.request_rate, ident.max_concurrency
+    if ident.mode == "closed":
+        return ident.concurrency, None, None
+    return None, None, None
 
 
-def describe_point(result: Mapping[str, Any]) -> dict[str, Any]:
-    """What a result is: engine, model, parallelism, precision, scenario, load level."""
-    config = result.get("config") or {}
-    engine_info = result.get("engine")
-    engine = (
-        engine_info.get("name")
-        if isinstance(engine_info, Mapping)
-        else config.get("engine") or (None if engine_info is None else str(engine_info))
-    )
-    par = config.get("parallelism") or {}
+def _engine(result: PointResultBase, config: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(engine name, engine version): the result's engine block, else the config's name."""
+    engine = result.provenance.engine
+    if engine is not None:
+        return engine.name, engine.version
+    name = config.get("engine")
+    return (str(name) if name else None), None
+
+
+def _scenario(result: PointResultBase, config: Mapping[str, Any]) -> dict[str, Any]:
+    """Workload kind, ISL/OSL and API: the config's workload, else the built spec."""
     workload = config.get("workload") or {}
-    spec = (result.get("workload") or {}).get("spec") or {}
+    built = result.workload
+    spec = built.spec if built is not None else {}
     kind = workload.get("kind") or spec.get("kind")
     isl = workload.get("isl", spec.get("isl"))
     osl = workload.get("osl", spec.get("osl"))
+    random = kind in (None, "random")
+    return {
+        "workload_kind": kind,
+        "isl": isl if random else None,
+        "osl": osl if random else None,
+        "scenario": f"{isl}/{osl}" if random else str(kind),
+        "api": (built.api if built is not None else None) or workload.get("api"),
+    }
+
+
+def describe_point(result: PointResultBase) -> dict[str, Any]:
+    """What a result is: engine, model, parallelism, precision, scenario, load level."""
+    prov = result.provenance
+    # config and platform stay free-form dicts in the model (the run's own schemas).
+    config: Mapping[str, Any] = prov.config or {}
+    engine, engine_version = _engine(result, config)
+    par = config.get("parallelism") or {}
     concurrency, rate, cap = _load_level(result)
-    platform = result.get("platform")
-    pid = str(result.get("point_id"))
+    platform = prov.platform
+    pid = result.point_id
     return {
         "point_id": pid,
         "series": series_of(pid),
-        "status": result.get("status"),
-        "failure_reason": result.get("failure_reason"),
-        "date": result.get("date"),
+        "status": result.status,
+        "failure_reason": result.failure_reason,
+        "date": result.identity.date,
         "engine": engine or "external",
-        "engine_version": engine_info.get("version") if isinstance(engine_info, Mapping) else None,
-        "model": _short_model(result.get("model_id") or config.get("model")),
+        "engine_version": engine_version,
+        "model": _short_model(prov.model_id or config.get("model")),
         "tp": par.get("tp"),
         "pp": par.get("pp"),
         "dp": par.get("dp"),
         "ep": par.get("ep"),
         "precision": _precision(config),
-        "workload_kind": kind,
-        "isl": isl if kind in (None, "random") else None,
-        "osl": osl if kind in (None, "random") else None,
-        "scenario": f"{isl}/{osl}" if kind in (None, "random") else str(kind),
-        "api": (result.get("workload") or {}).get("api") or workload.get("api"),
-        "mode": result.get("mode"),
+        **_scenario(result, config),
+        "mode": result.identity.mode,
         "concurrency": concurrency,
         "request_rate": rate,
         "concurrency_cap": cap,
-        "has_platform": isinstance(platform, Mapping),
-        "cpu_only": isinstance(platform, Mapping) and not platform.get("accelerators"),
+        "has_platform": platform is not None,
+        "cpu_only": platform is not None and not platform.get("accelerators"),
     }
 
 
@@ -170,7 +170,7 @@ def _finite(v: Any) -> bool:
 
 
 def build_rows(
-    results: Iterable[Mapping[str, Any]],
+    results: Iterable[PointResultBase],
     options: CostOptions | None = None,
     paths: Mapping[str, Path] | None = None,
 ) -> list[dict[str, Any]]:
@@ -187,7 +187,8 @@ def build_rows(
     rows: list[dict[str, Any]] = []
     for result in results:
         row = describe_point(result)
-        row.update({k: result.get(k) for k in METRIC_FIELDS})
+        flat = result.flat()  # the metric columns are named by their flat (vLLM) names
+        row.update({k: flat.get(k) for k in METRIC_FIELDS})
         row.update(cost_fields(result, options))
         row["hardware"] = _hardware_label(row)
         row["group"] = " | ".join(

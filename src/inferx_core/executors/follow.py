@@ -7,14 +7,13 @@ reads the result files the jobs write.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from inferx_core.results.files import result_path
+from inferx_core.results.files import read_result, result_path
 from inferx_core.sdk.executor import Executor, JobStatus, Submission
 
 LOG_TAIL_LINES = 25
@@ -25,10 +24,9 @@ def _stamp() -> str:
 
 
 def _point_status(output_dir: Path, point_id: str) -> str | None:
-    path = result_path(output_dir, point_id)
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("status")
-    except (OSError, ValueError):
+        return read_result(result_path(output_dir, point_id)).status
+    except (OSError, ValueError):  # ValueError: bad JSON or not the schema
         return None
 
 
@@ -144,9 +142,7 @@ def report(
 
 def _failure_reason(output_dir: Path, point_id: str) -> str:
     try:
-        data: dict[str, Any] = json.loads(
-            result_path(output_dir, point_id).read_text(encoding="utf-8")
-        )
-    except (OSError, ValueError):
+        result = read_result(result_path(output_dir, point_id))
+    except (OSError, ValueError):  # ValueError: bad JSON or not the schema
         return "(unreadable)"
-    return f"{data.get('status')}: {data.get('failure_reason')}"
+    return f"{result.status}: {result.failure_reason}"

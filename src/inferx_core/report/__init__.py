@@ -87,8 +87,11 @@ def report_notes(
     dupes = [c for c in loaded.conflicts if c.kind == "identical"]
     if dupes:
         notes.append(f"{len(dupes)} point(s) found as identical copies in several files.")
-    if loaded.skipped:
-        notes.append(f"{len(loaded.skipped)} JSON file(s) skipped (not InferX results).")
+    invalid = [(p, why) for p, why in loaded.skipped if why.startswith("invalid result")]
+    warnings += [f"{path}: skipped: {why}" for path, why in invalid]
+    if len(loaded.skipped) > len(invalid):
+        others = len(loaded.skipped) - len(invalid)
+        notes.append(f"{others} JSON file(s) skipped (not InferX results).")
     return notes, warnings
 
 

@@ -6,8 +6,10 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from inferx_core.results.model import PointResultBase
+
 COLUMNS: tuple[tuple[str, str, str], ...] = (
-    # (header, result field, format)
+    # (header, flat (vLLM-named) field of the result, format)
     ("status", "status", "s"),
     ("conc", "max_concurrency", "s"),
     ("rate", "request_rate", "s"),
@@ -36,13 +38,16 @@ def _cell(value: Any, fmt: str) -> str:
         return str(value)
 
 
-def summary_rows(results: Iterable[dict[str, Any]]) -> list[list[str]]:
-    return [
-        [r.get("point_id", "?")] + [_cell(r.get(f), fmt) for _, f, fmt in COLUMNS] for r in results
-    ]
+def _summary_row(result: PointResultBase) -> list[str]:
+    flat = result.flat()  # the columns are named by their flat (vLLM) names
+    return [result.point_id] + [_cell(flat.get(f), fmt) for _, f, fmt in COLUMNS]
 
 
-def print_summary(results: Iterable[dict[str, Any]], console: Any = None, title: str = "") -> None:
+def summary_rows(results: Iterable[PointResultBase]) -> list[list[str]]:
+    return [_summary_row(r) for r in results]
+
+
+def print_summary(results: Iterable[PointResultBase], console: Any = None, title: str = "") -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -54,14 +59,14 @@ def print_summary(results: Iterable[dict[str, Any]], console: Any = None, title:
         table.add_column(header, justify="right")
     results = list(results)
     for result, row in zip(results, summary_rows(results), strict=True):
-        style = None if result.get("status") == "ok" else "red"
+        style = None if result.status == "ok" else "red"
         table.add_row(*row, style=style)
     console.print(table)
     for result in results:
-        if result.get("failure_reason"):
-            console.print(f"[red]{result['point_id']}[/]: {result['failure_reason']}")
-        if result.get("output_tokens_estimated"):
+        if result.failure_reason:
+            console.print(f"[red]{result.point_id}[/]: {result.failure_reason}")
+        if result.load is not None and result.load.output_tokens_estimated:
             console.print(
-                f"[yellow]{result['point_id']}[/]: output tokens estimated from chunks "
+                f"[yellow]{result.point_id}[/]: output tokens estimated from chunks "
                 "(the server sent no usage)"
             )

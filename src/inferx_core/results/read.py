@@ -1,10 +1,13 @@
 """Read result files from several folders (runs, machines) into one set of points.
 
 Every ``*.json`` under the given folders (recursively) that is an InferX
-result (has ``schema_version`` and ``point_id``) is read; sidecars
+result (has ``schema_version`` and a ``point_id``) is read; sidecars
 (``.requests.jsonl``, ``.telemetry.jsonl``) and other JSON files (configs,
 platform files, report output) are skipped, unreadable files are listed with
-the reason. The same point id found more than once is resolved by keeping
+the reason. Each result is parsed into its typed model
+(:func:`inferx_core.results.model.parse_result`, which migrates schema 1); a
+file that claims to be a result but does not fit the schema is skipped with
+the validation error summarised. The same point id found more than once is resolved by keeping
 the newest by ``date`` (then ``finished_at``; ties: an ``ok`` result over a
 failed one, then the path that sorts last) and every such case is reported
 as a :class:`Conflict`:
@@ -27,7 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from inferx_core.results.files import REQUESTS_SUFFIX, RESULT_SUFFIX, TELEMETRY_SUFFIX
+from inferx_core.results.model import PointResultBase, ResultSchemaError, parse_result
 
 ConflictKind = Literal["identical", "rerun", "different_platform", "same_date"]
 
@@ -68,15 +74,15 @@ class Conflict:
 class LoadedResults:
     """The merged points (one per point id, sorted by id) and what happened on the way."""
 
-    results: list[dict[str, Any]] = field(default_factory=list)
+    results: list[PointResultBase] = field(default_factory=list)
     paths: dict[str, Path] = field(default_factory=dict)
     conflicts: list[Conflict] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
     # Every distinct version of each point id (newest first), for run-to-run spread.
-    versions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    versions: dict[str, list[PointResultBase]] = field(default_factory=dict)
 
-    def path_of(self, result: Mapping[str, Any]) -> Path | None:
-        return self.paths.get(str(result.get("point_id")))
+    def path_of(self, result: PointResultBase) -> Path | None:
+        return self.paths.get(result.point_id)
 
     @property
     def warnings(self) -> list[str]:
@@ -87,7 +93,12 @@ class LoadedResults:
 
 
 def is_result(data: Any) -> bool:
-    return isinstance(data, dict) and "schema_version" in data and "point_id" in data
+    """True when ``data`` claims to be a result: a schema version and a point id (at the
+    top in schema 1, in ``identity`` from schema 2)."""
+    if not isinstance(data, dict) or "schema_version" not in data:
+        return False
+    identity = data.get("identity")
+    return "point_id" in data or (isinstance(identity, dict) and "point_id" in identity)
 
 
 def find_result_files(paths: Iterable[Path | str]) -> list[Path]:
@@ -122,48 +133,73 @@ def _parse_date(value: Any) -> dt.datetime | None:
     return parsed
 
 
-def _recency(data: Mapping[str, Any], path: Path) -> tuple[dt.datetime, dt.datetime, int, str]:
+def _recency(result: PointResultBase, path: Path) -> tuple[dt.datetime, dt.datetime, int, str]:
     return (
-        _parse_date(data.get("date")) or _EPOCH,
-        _parse_date(data.get("finished_at")) or _EPOCH,
-        1 if data.get("status") == "ok" else 0,
+        _parse_date(result.identity.date) or _EPOCH,
+        _parse_date(result.identity.finished_at) or _EPOCH,
+        1 if result.status == "ok" else 0,
         str(path),
     )
 
 
-def _platform_signature(data: Mapping[str, Any]) -> tuple[Any, ...]:
-    platform = data.get("platform") or {}
+def _platform_signature(result: PointResultBase) -> tuple[Any, ...]:
+    # platform and config stay free-form dicts in the model (their own schemas).
+    platform: Mapping[str, Any] = result.provenance.platform or {}
     host = (platform.get("host") or {}).get("hostname")
     accs = tuple(sorted(str(a.get("name")) for a in platform.get("accelerators") or []))
-    gpu_type = ((data.get("config") or {}).get("cost") or {}).get("gpu_type")
-    return (host, accs, gpu_type, data.get("base_url") if not platform else None)
+    gpu_type = ((result.provenance.config or {}).get("cost") or {}).get("gpu_type")
+    return (host, accs, gpu_type, result.provenance.base_url if not platform else None)
+
+
+def _validation_summary(exc: ValidationError, limit: int = 3) -> str:
+    """The first few pydantic errors as ``loc: msg``; the full dump is pages long."""
+    errors = exc.errors()
+    parts = [
+        f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}" for err in errors[:limit]
+    ]
+    more = f" (+{len(errors) - limit} more)" if len(errors) > limit else ""
+    return "; ".join(parts) + more
+
+
+def _parse(path: Path, out: LoadedResults) -> PointResultBase | None:
+    """The file's typed result, or None with the reason added to ``out.skipped``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        out.skipped.append((path, f"cannot read: {exc}"))
+        return None
+    except json.JSONDecodeError as exc:
+        out.skipped.append((path, f"invalid JSON: {exc.msg} (line {exc.lineno})"))
+        return None
+    if not is_result(data):
+        out.skipped.append((path, "not an InferX result (no schema_version/point_id)"))
+        return None
+    try:
+        return parse_result(data)
+    except ValidationError as exc:
+        out.skipped.append((path, f"invalid result: {_validation_summary(exc)}"))
+    except (ResultSchemaError, ValueError, KeyError, TypeError) as exc:
+        # the schema-1 migration raises plain errors on a malformed old file
+        out.skipped.append((path, f"invalid result: {exc}"))
+    return None
 
 
 def load_results(paths: Iterable[Path | str]) -> LoadedResults:
     """Read and merge the results under ``paths`` (folders, recursively, or files)."""
     out = LoadedResults()
-    by_id: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
+    by_id: dict[str, list[tuple[Path, PointResultBase]]] = {}
     for path in find_result_files(paths):
         if path.name.endswith((REQUESTS_SUFFIX, TELEMETRY_SUFFIX)):
             continue  # sidecars are .jsonl; kept for safety
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            out.skipped.append((path, f"cannot read: {exc}"))
-            continue
-        except json.JSONDecodeError as exc:
-            out.skipped.append((path, f"invalid JSON: {exc.msg} (line {exc.lineno})"))
-            continue
-        if not is_result(data):
-            out.skipped.append((path, "not an InferX result (no schema_version/point_id)"))
-            continue
-        by_id.setdefault(str(data["point_id"]), []).append((path, data))
+        result = _parse(path, out)
+        if result is not None:
+            by_id.setdefault(result.point_id, []).append((path, result))
     for pid in sorted(by_id):
         entries = sorted(by_id[pid], key=lambda e: _recency(e[1], e[0]), reverse=True)
         kept_path, kept = entries[0]
         out.results.append(kept)
         out.paths[pid] = kept_path
-        distinct: list[dict[str, Any]] = []
+        distinct: list[PointResultBase] = []
         for _, data in entries:
             if not any(data == seen for seen in distinct):
                 distinct.append(data)
@@ -173,7 +209,7 @@ def load_results(paths: Iterable[Path | str]) -> LoadedResults:
     return out
 
 
-def _conflict(pid: str, entries: list[tuple[Path, dict[str, Any]]]) -> Conflict:
+def _conflict(pid: str, entries: list[tuple[Path, PointResultBase]]) -> Conflict:
     kept_path, kept = entries[0]
     others = entries[1:]
     dropped = tuple(p for p, _ in others)
@@ -188,7 +224,7 @@ def _conflict(pid: str, entries: list[tuple[Path, dict[str, Any]]]) -> Conflict:
             kept_path,
             dropped,
             f"results from different machines share this point id; kept {kept_path} "
-            f"(date {kept.get('date')}), hid {', '.join(str(p) for p, _ in differing)}; "
+            f"(date {kept.identity.date}), hid {', '.join(str(p) for p, _ in differing)}; "
             "name each machine's run (name: in the config) to keep both",
         )
     newest = _recency(kept, kept_path)[:2]
@@ -198,15 +234,15 @@ def _conflict(pid: str, entries: list[tuple[Path, dict[str, Any]]]) -> Conflict:
             "same_date",
             kept_path,
             dropped,
-            f"different results with the same date {kept.get('date')}; kept {kept_path}",
+            f"different results with the same date {kept.identity.date}; kept {kept_path}",
         )
     return Conflict(
         pid,
         "rerun",
         kept_path,
         dropped,
-        f"kept the newest ({kept.get('date')}), replaced "
-        + ", ".join(f"{p} ({d.get('date')})" for p, d in differing),
+        f"kept the newest ({kept.identity.date}), replaced "
+        + ", ".join(f"{p} ({d.identity.date})" for p, d in differing),
     )
 
 

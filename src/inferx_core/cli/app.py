@@ -116,6 +116,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 # -- schema ------------------------------------------------------------------
 def cmd_schema(args: argparse.Namespace) -> int:
+    if args.kind == "result":
+        from inferx_core.results.model import result_json_schema
+
+        _print_json(result_json_schema())
+        return 0
     from inferx_core.config.models import RunConfig
     from inferx_core.config.sweep import SweepConfig
 
@@ -162,8 +167,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--platform", metavar="FILE", help="platform JSON instead of detection")
     p.set_defaults(handler=cmd_doctor)
 
-    p = sub.add_parser("schema", help="print the JSON Schema of the config files")
-    p.add_argument("kind", nargs="?", choices=("run", "sweep"), default="run")
+    p = sub.add_parser(
+        "schema", help="print the JSON Schema of the config files or of a result file"
+    )
+    p.add_argument(
+        "kind",
+        nargs="?",
+        choices=("run", "config", "sweep", "result"),
+        default="run",
+        help="run/config: a run config (the default); sweep: a sweep; result: a point result",
+    )
     p.set_defaults(handler=cmd_schema)
 
     p = sub.add_parser("validate", help="check a config file and show what it expands to")

@@ -17,6 +17,7 @@ import pytest
 from inferx_core.demo.engine import find_engine_python, missing_engine_message
 from inferx_core.demo.run import SERVED_NAME, demo_config
 from inferx_core.pipeline.run import run_configs
+from inferx_core.results.files import read_result
 
 pytestmark = pytest.mark.engine
 
@@ -51,10 +52,10 @@ def vllm_run(engine_python: Path, tmp_path_factory: pytest.TempPathFactory):
 
 def test_every_point_completed_with_server_usage(vllm_run) -> None:
     _, summary = vllm_run
-    assert summary.ok, [o.result.get("failure_reason") for o in summary.outcomes]
+    assert summary.ok, [o.result.failure_reason for o in summary.outcomes]
     assert len(summary.outcomes) == 2
     for outcome in summary.outcomes:
-        result = json.loads(outcome.path.read_text())
+        result = read_result(outcome.path).flat()
         assert result["status"] == "ok"
         assert result["completed"] == 6 and result["failed"] == 0
         assert result["model_id"] == SERVED_NAME
@@ -91,7 +92,7 @@ def test_ignore_eos_forced_exact_output_lengths(vllm_run) -> None:
 
 def test_engine_stopped_and_log_kept(vllm_run) -> None:
     config, summary = vllm_run
-    result = json.loads(summary.outcomes[0].path.read_text())
+    result = read_result(summary.outcomes[0].path).flat()
     port = int(result["launch"]["spec"]["port"])
     listening = [
         c
@@ -111,7 +112,7 @@ def test_engine_stopped_and_log_kept(vllm_run) -> None:
 
 def test_telemetry_host_engine_metrics_and_null_gpu_power(vllm_run) -> None:
     _, summary = vllm_run
-    result = json.loads(summary.outcomes[-1].path.read_text())  # c=3: requests overlap
+    result = read_result(summary.outcomes[-1].path).flat()  # c=3: requests overlap
     # no GPU here: power is null with the reason, never a fake 0
     assert result["power_valid"] is False
     assert result["power_invalid_reason"].startswith("no supported GPU")

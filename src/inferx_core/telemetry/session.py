@@ -11,13 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferx_core.sdk.platform import Platform
 from inferx_core.sdk.sampler import Sampler
 from inferx_core.telemetry.energy import cpu_energy, gpu_energy
 from inferx_core.telemetry.recorder import TelemetryRecorder
 from inferx_core.telemetry.window import summarize_prefix
+
+if TYPE_CHECKING:
+    from inferx_core.sdk.manager import InferxPluginManager
+    from inferx_core.sdk.probes import EngineMetricsMap
 
 NO_GPU = "no supported GPU"
 
@@ -46,13 +50,13 @@ def no_gpu_reason(platform: Platform) -> str:
 
 
 def build_plan(
-    pm: Any,
+    pm: InferxPluginManager,
     platform: Platform,
     gpu_ids: list[int],
     *,
     engine_pid: int | None = None,
     base_url: str | None = None,
-    metrics_map: Any = None,
+    metrics_map: EngineMetricsMap | None = None,
     interval_overrides: dict[str, float] | None = None,
 ) -> TelemetryPlan:
     """Samplers from every plugin (``inferx_telemetry_samplers``) plus the engine scraper."""

@@ -256,6 +256,215 @@ def _check_gpus(name: str, value: int | None) -> None:
         raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
 
 
+NO_OK = "no_successful_requests"
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The measured requests of one point, split once, shared by every stage below."""
+
+    ok: list[tuple[RequestRecord, RequestMetrics]]
+    failed: list[RequestRecord]
+    duration_s: float
+
+    @property
+    def no_success(self) -> bool:
+        return not self.ok
+
+
+def _validated_gpus(
+    num_gpus: int | None, num_prefill_gpus: int | None, num_decode_gpus: int | None
+) -> tuple[int | None, bool]:
+    """The GPU count to divide by, and whether serving is disaggregated."""
+    for name, v in (
+        ("num_gpus", num_gpus),
+        ("num_prefill_gpus", num_prefill_gpus),
+        ("num_decode_gpus", num_decode_gpus),
+    ):
+        _check_gpus(name, v)
+    disagg = num_prefill_gpus is not None or num_decode_gpus is not None
+    if disagg:
+        if num_prefill_gpus is None or num_decode_gpus is None:
+            raise ValueError("give both num_prefill_gpus and num_decode_gpus, or neither")
+        if num_gpus is not None and num_gpus != num_prefill_gpus + num_decode_gpus:
+            raise ValueError("num_gpus must equal num_prefill_gpus + num_decode_gpus")
+        num_gpus = num_prefill_gpus + num_decode_gpus
+    return num_gpus, disagg
+
+
+def _put_counts(f: _Fields, w: _Window, total: int, measured: int) -> None:
+    ok = w.ok
+    f.put("duration", w.duration_s)
+    f.put("completed", len(ok))
+    f.put("failed", len(w.failed))
+    f.put("total_requests", measured)
+    f.put("warmup_excluded", total - measured)
+    f.put("total_input_tokens", sum(m.input_tokens for _, m in ok))
+    f.put("total_output_tokens", sum(m.output_tokens for _, m in ok))
+    server_in = [r.usage_prompt_tokens for r, _ in ok]
+    if ok and all(v is not None for v in server_in):
+        f.put("total_input_tokens_server", sum(int(v) for v in server_in if v is not None))
+    else:
+        why = NO_OK if w.no_success else "usage_prompt_tokens_missing"
+        f.put("total_input_tokens_server", None, why)
+    sources = Counter(m.output_token_source for _, m in ok)
+    n_estimated = sources.get("chunk_count", 0)
+    f.put("output_tokens_estimated", n_estimated > 0)
+    f.put("output_tokens_estimated_requests", n_estimated)
+    f.put(
+        "output_token_sources",
+        {k: sources.get(k, 0) for k in ("usage", "chunk_tokens", "chunk_count")},
+    )
+
+
+def _put_throughput(f: _Fields, w: _Window, slo: dict[str, float] | None) -> None:
+    total_input = f.data["total_input_tokens"]
+    total_output = f.data["total_output_tokens"]
+    good = [m for _, m in w.ok if _meets_slos(m, slo)] if slo is not None else []
+    f.put("request_throughput", len(w.ok) / w.duration_s)
+    f.put("request_goodput", None if slo is None else len(good) / w.duration_s, "no_slo_given")
+    f.put("output_throughput", total_output / w.duration_s)
+    f.put("total_token_throughput", (total_input + total_output) / w.duration_s)
+    f.put("max_output_tokens_per_s", _peak_output_tokens_per_s(w.ok))
+    f.put("max_concurrent_requests", _peak_concurrency(w.ok))
+    f.put("goodput_slos", slo, "no_slo_given")
+    if slo is None:
+        for k in ("good_completed", "output_goodput", "total_token_goodput"):
+            f.put(k, None, "no_slo_given")
+        return
+    f.put("good_completed", len(good))
+    f.put("output_goodput", sum(m.output_tokens for m in good) / w.duration_s)
+    f.put(
+        "total_token_goodput",
+        sum(m.input_tokens + m.output_tokens for m in good) / w.duration_s,
+    )
+
+
+def _put_per_gpu(
+    f: _Fields,
+    num_gpus: int | None,
+    num_prefill_gpus: int | None,
+    num_decode_gpus: int | None,
+    duration_s: float,
+) -> None:
+    """InferenceX: total / (prefill + decode), output / decode, input / prefill."""
+    f.put("num_gpus", num_gpus, "num_gpus_unknown")
+    f.put("num_prefill_gpus", num_prefill_gpus, "not_disaggregated")
+    f.put("num_decode_gpus", num_decode_gpus, "not_disaggregated")
+    if num_gpus is None:
+        for k in ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"):
+            f.put(k, None, "num_gpus_unknown")
+        return
+    total = f.data["total_token_throughput"]
+    output = f.data["output_throughput"]
+    inputs = f.data["total_input_tokens"] / duration_s
+    f.put("tput_per_gpu", total / num_gpus)
+    f.put("output_tput_per_gpu", output / (num_decode_gpus or num_gpus))
+    f.put("input_tput_per_gpu", inputs / (num_prefill_gpus or num_gpus))
+
+
+def _latency_samples(w: _Window) -> tuple[dict[str, list[float]], dict[str, str]]:
+    ok, none = w.ok, w.no_success
+    samples: dict[str, list[float]] = {
+        "ttft": [m.ttft_ms for _, m in ok if m.ttft_ms is not None],
+        "tpot": [m.tpot_ms for _, m in ok if m.tpot_ms is not None],
+        "itl": [g for _, m in ok for g in m.itl_ms],
+        "e2el": [m.e2el_ms for _, m in ok if m.e2el_ms is not None],
+    }
+    empty_reason = {
+        "ttft": NO_OK,
+        "tpot": NO_OK if none else "no_request_with_more_than_one_output_token",
+        "itl": NO_OK if none else "no_request_with_more_than_one_content_chunk",
+        "e2el": NO_OK,
+    }
+    return samples, empty_reason
+
+
+def _put_latency(f: _Fields, w: _Window, pcts: tuple[float, ...]) -> None:
+    samples, empty_reason = _latency_samples(w)
+    latency_stats: dict[str, dict[str, float | None]] = {}
+    for metric in LATENCY_METRICS:
+        latency_stats[metric] = describe(samples[metric], pcts)
+        for stat, value in latency_stats[metric].items():
+            f.put(f"{stat}_{metric}_ms", value, empty_reason[metric])
+    # Chunks stamped by one socket read share a timestamp (gap 0). Many such
+    # gaps mean the client read late (starved CPU) or the server flushed
+    # bursts: ITL/TPOT then describe delivery, not generation. Say how often.
+    gaps = samples["itl"]
+    f.put(
+        "itl_zero_gap_fraction",
+        (sum(1 for g in gaps if g == 0) / len(gaps)) if gaps else None,
+        empty_reason["itl"],
+    )
+    _put_per_token_itl(f, w, pcts)
+    # --- error-adjusted percentiles (failures = +inf latency) ---------------
+    for metric in ("ttft", "e2el"):
+        adj = error_adjusted_percentiles(samples[metric], len(w.failed), pcts)
+        for stat, value in adj.items():
+            f.put(f"{stat}_{metric}_ms_error_adjusted", value, "no_requests")
+    _put_inferencex_names(f, latency_stats, empty_reason)
+    _put_request_interactivity(f, w, pcts)
+
+
+def _put_per_token_itl(f: _Fields, w: _Window, pcts: tuple[float, ...]) -> None:
+    """Per-token ITL: only requests whose chunk token counts are known."""
+    pt_reqs = [m.itl_per_token_ms for _, m in w.ok if m.itl_per_token_ms is not None]
+    f.put("itl_per_token_requests", len(pt_reqs))
+    pt_reason = (
+        NO_OK
+        if w.no_success
+        else ("chunk_tokens_unknown" if not pt_reqs else "no_gap_after_first_chunk")
+    )
+    for stat, value in describe([g for req in pt_reqs for g in req], pcts).items():
+        f.put(f"{stat}_itl_per_token_ms", value, pt_reason)
+
+
+def _put_inferencex_names(
+    f: _Fields,
+    latency_stats: dict[str, dict[str, float | None]],
+    empty_reason: dict[str, str],
+) -> None:
+    """InferenceX aggregate names: latencies in seconds and ``{stat}_intvty``."""
+    for metric in LATENCY_METRICS:
+        for stat, value in latency_stats[metric].items():
+            seconds = None if value is None else value / 1000.0
+            f.put(f"{stat}_{metric}", seconds, empty_reason[metric])
+    # InferenceX derives {stat}_intvty = 1000 / {stat}_tpot_ms for every TPOT
+    # statistic; so p99_intvty is the interactivity of the p99 (slow) TPOT.
+    for stat, value in latency_stats["tpot"].items():
+        if value is None:
+            f.put(f"{stat}_intvty", None, empty_reason["tpot"])
+        else:
+            f.put(f"{stat}_intvty", math.inf if value == 0 else 1000.0 / value)
+
+
+def _put_request_interactivity(f: _Fields, w: _Window, pcts: tuple[float, ...]) -> None:
+    """Per-request interactivity; the slow tail is the low percentiles: p(100 - p)."""
+    low_pcts = tuple(round(100.0 - p, 10) for p in pcts)
+    intvty = [m.interactivity for _, m in w.ok if m.interactivity is not None]
+    iv_reason = NO_OK if w.no_success else "no_request_with_positive_tpot"
+    f.put("intvty_requests", len(intvty))
+    for stat, value in describe(intvty, validate_percentiles(low_pcts)).items():
+        f.put(f"{stat}_request_intvty", value, iv_reason)
+
+
+def _put_failures(f: _Fields, failed: list[RequestRecord], max_error_samples: int) -> None:
+    by_kind = Counter(_failure_kind(r) for r in failed)
+    f.put("failed_by_kind", dict(sorted(by_kind.items())))
+    samples_out: list[dict[str, Any]] = []
+    seen: set[tuple[str, str | None]] = set()
+    for r in failed:
+        if len(samples_out) >= max_error_samples:
+            break
+        kind = _failure_kind(r)
+        msg = None if r.error is None else r.error[:MAX_ERROR_CHARS]
+        if (kind, msg) in seen:
+            continue
+        seen.add((kind, msg))
+        samples_out.append({"request_id": r.request_id, "error_kind": kind, "error": msg})
+    f.put("error_samples", samples_out)
+
+
 def summarize(
     records: Iterable[RequestRecord],
     *,
@@ -277,199 +486,31 @@ def summarize(
     and ``num_decode_gpus`` instead (InferenceX: total / (prefill + decode),
     output / decode, input / prefill). ``slos`` maps ``ttft_ms``, ``tpot_ms``,
     ``itl_ms``, ``e2el_ms`` to limits in ms (a request meets ``itl_ms`` when
-    its largest chunk gap is within it).
+    its largest chunk gap is within it). :meth:`PointMetrics.from_flat
+    <inferx_core.metrics.model.PointMetrics.from_flat>` groups the result
+    into typed sections.
     """
     if window_end_ns <= window_start_ns:
         raise ValueError("window_end_ns must be greater than window_start_ns")
     pcts = validate_percentiles(percentiles)
     slo = normalize_slos(slos)
-    for name, v in (
-        ("num_gpus", num_gpus),
-        ("num_prefill_gpus", num_prefill_gpus),
-        ("num_decode_gpus", num_decode_gpus),
-    ):
-        _check_gpus(name, v)
-    disagg = num_prefill_gpus is not None or num_decode_gpus is not None
-    if disagg:
-        if num_prefill_gpus is None or num_decode_gpus is None:
-            raise ValueError("give both num_prefill_gpus and num_decode_gpus, or neither")
-        if num_gpus is not None and num_gpus != num_prefill_gpus + num_decode_gpus:
-            raise ValueError("num_gpus must equal num_prefill_gpus + num_decode_gpus")
-        num_gpus = num_prefill_gpus + num_decode_gpus
-
+    num_gpus, _ = _validated_gpus(num_gpus, num_prefill_gpus, num_decode_gpus)
     all_records = list(records)
     measured = [r for r in all_records if not r.warmup]
     per_req = [(r, request_metrics(r)) for r in measured]
-    ok = [(r, m) for r, m in per_req if m.ok]
-    failed = [r for r, m in per_req if not m.ok]
-    duration_s = (window_end_ns - window_start_ns) / _NS_PER_S
-    no_success = not ok
-    NO_OK = "no_successful_requests"
-
+    window = _Window(
+        ok=[(r, m) for r, m in per_req if m.ok],
+        failed=[r for r, m in per_req if not m.ok],
+        duration_s=(window_end_ns - window_start_ns) / _NS_PER_S,
+    )
     f = _Fields()
-    # --- counts and throughput (vLLM bench serve names) ---------------------
-    f.put("duration", duration_s)
-    f.put("completed", len(ok))
-    f.put("failed", len(failed))
-    f.put("total_requests", len(measured))
-    f.put("warmup_excluded", len(all_records) - len(measured))
-    total_input = sum(m.input_tokens for _, m in ok)
-    total_output = sum(m.output_tokens for _, m in ok)
-    f.put("total_input_tokens", total_input)
-    f.put("total_output_tokens", total_output)
-    server_in = [r.usage_prompt_tokens for r, _ in ok]
-    if ok and all(v is not None for v in server_in):
-        f.put("total_input_tokens_server", sum(int(v) for v in server_in if v is not None))
-    else:
-        f.put(
-            "total_input_tokens_server",
-            None,
-            NO_OK if no_success else "usage_prompt_tokens_missing",
-        )
-    sources = Counter(m.output_token_source for _, m in ok)
-    n_estimated = sources.get("chunk_count", 0)
-    f.put("output_tokens_estimated", n_estimated > 0)
-    f.put("output_tokens_estimated_requests", n_estimated)
-    f.put(
-        "output_token_sources",
-        {k: sources.get(k, 0) for k in ("usage", "chunk_tokens", "chunk_count")},
-    )
-
-    request_throughput = len(ok) / duration_s
-    output_throughput = total_output / duration_s
-    input_throughput = total_input / duration_s
-    total_token_throughput = (total_input + total_output) / duration_s
-    good = [m for _, m in ok if _meets_slos(m, slo)] if slo is not None else []
-    f.put("request_throughput", request_throughput)
-    f.put(
-        "request_goodput",
-        None if slo is None else len(good) / duration_s,
-        "no_slo_given",
-    )
-    f.put("output_throughput", output_throughput)
-    f.put("total_token_throughput", total_token_throughput)
-    f.put("max_output_tokens_per_s", _peak_output_tokens_per_s(ok))
-    f.put("max_concurrent_requests", _peak_concurrency(ok))
-
-    # --- goodput detail -----------------------------------------------------
-    f.put("goodput_slos", slo, "no_slo_given")
-    if slo is None:
-        for k in ("good_completed", "output_goodput", "total_token_goodput"):
-            f.put(k, None, "no_slo_given")
-    else:
-        f.put("good_completed", len(good))
-        f.put("output_goodput", sum(m.output_tokens for m in good) / duration_s)
-        f.put(
-            "total_token_goodput",
-            sum(m.input_tokens + m.output_tokens for m in good) / duration_s,
-        )
-
-    # --- per GPU (InferenceX names) -----------------------------------------
-    f.put("num_gpus", num_gpus, "num_gpus_unknown")
-    f.put("num_prefill_gpus", num_prefill_gpus, "not_disaggregated")
-    f.put("num_decode_gpus", num_decode_gpus, "not_disaggregated")
-    if num_gpus is None:
-        for k in ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"):
-            f.put(k, None, "num_gpus_unknown")
-    elif disagg:
-        assert num_prefill_gpus is not None and num_decode_gpus is not None
-        f.put("tput_per_gpu", total_token_throughput / num_gpus)
-        f.put("output_tput_per_gpu", output_throughput / num_decode_gpus)
-        f.put("input_tput_per_gpu", input_throughput / num_prefill_gpus)
-    else:
-        f.put("tput_per_gpu", total_token_throughput / num_gpus)
-        f.put("output_tput_per_gpu", output_throughput / num_gpus)
-        f.put("input_tput_per_gpu", input_throughput / num_gpus)
-
-    # --- latency distributions (ms; vLLM names) -----------------------------
-    samples: dict[str, list[float]] = {
-        "ttft": [m.ttft_ms for _, m in ok if m.ttft_ms is not None],
-        "tpot": [m.tpot_ms for _, m in ok if m.tpot_ms is not None],
-        "itl": [g for _, m in ok for g in m.itl_ms],
-        "e2el": [m.e2el_ms for _, m in ok if m.e2el_ms is not None],
-    }
-    empty_reason = {
-        "ttft": NO_OK,
-        "tpot": NO_OK if no_success else "no_request_with_more_than_one_output_token",
-        "itl": NO_OK if no_success else "no_request_with_more_than_one_content_chunk",
-        "e2el": NO_OK,
-    }
-    latency_stats: dict[str, dict[str, float | None]] = {}
-    for metric in LATENCY_METRICS:
-        stats = describe(samples[metric], pcts)
-        latency_stats[metric] = stats
-        for stat, value in stats.items():
-            f.put(f"{stat}_{metric}_ms", value, empty_reason[metric])
-
-    # Chunks stamped by one socket read share a timestamp (gap 0). Many such
-    # gaps mean the client read late (starved CPU) or the server flushed
-    # bursts: ITL/TPOT then describe delivery, not generation. Say how often.
-    gaps = samples["itl"]
-    f.put(
-        "itl_zero_gap_fraction",
-        (sum(1 for g in gaps if g == 0) / len(gaps)) if gaps else None,
-        empty_reason["itl"],
-    )
-
-    # Per-token ITL: only requests whose chunk token counts are known.
-    pt_reqs = [m.itl_per_token_ms for _, m in ok if m.itl_per_token_ms is not None]
-    f.put("itl_per_token_requests", len(pt_reqs))
-    pt_reason = (
-        NO_OK
-        if no_success
-        else ("chunk_tokens_unknown" if not pt_reqs else "no_gap_after_first_chunk")
-    )
-    for stat, value in describe([g for req in pt_reqs for g in req], pcts).items():
-        f.put(f"{stat}_itl_per_token_ms", value, pt_reason)
-
-    # --- error-adjusted percentiles (failures = +inf latency) ---------------
-    for metric in ("ttft", "e2el"):
-        adj = error_adjusted_percentiles(samples[metric], len(failed), pcts)
-        for stat, value in adj.items():
-            f.put(f"{stat}_{metric}_ms_error_adjusted", value, "no_requests")
-
-    # --- InferenceX aggregate names: seconds and interactivity --------------
-    for metric in LATENCY_METRICS:
-        for stat, value in latency_stats[metric].items():
-            f.put(
-                f"{stat}_{metric}",
-                None if value is None else value / 1000.0,
-                empty_reason[metric],
-            )
-    # InferenceX derives {stat}_intvty = 1000 / {stat}_tpot_ms for every TPOT
-    # statistic; so p99_intvty is the interactivity of the p99 (slow) TPOT.
-    for stat, value in latency_stats["tpot"].items():
-        if value is None:
-            f.put(f"{stat}_intvty", None, empty_reason["tpot"])
-        else:
-            f.put(f"{stat}_intvty", math.inf if value == 0 else 1000.0 / value)
-    # Per-request interactivity distribution; the slow tail is the low
-    # percentiles, so give p(100 - p) for each requested p.
-    low_pcts = tuple(round(100.0 - p, 10) for p in pcts)
-    intvty = [m.interactivity for _, m in ok if m.interactivity is not None]
-    iv_reason = NO_OK if no_success else "no_request_with_positive_tpot"
-    f.put("intvty_requests", len(intvty))
-    for stat, value in describe(intvty, validate_percentiles(low_pcts)).items():
-        f.put(f"{stat}_request_intvty", value, iv_reason)
-
-    # --- failures -----------------------------------------------------------
-    by_kind = Counter(_failure_kind(r) for r in failed)
-    f.put("failed_by_kind", dict(sorted(by_kind.items())))
-    samples_out: list[dict[str, Any]] = []
-    seen: set[tuple[str, str | None]] = set()
-    for r in failed:
-        if len(samples_out) >= max_error_samples:
-            break
-        kind = _failure_kind(r)
-        msg = None if r.error is None else r.error[:MAX_ERROR_CHARS]
-        if (kind, msg) in seen:
-            continue
-        seen.add((kind, msg))
-        samples_out.append({"request_id": r.request_id, "error_kind": kind, "error": msg})
-    f.put("error_samples", samples_out)
-
+    _put_counts(f, window, len(all_records), len(measured))
+    _put_throughput(f, window, slo)
+    _put_per_gpu(f, num_gpus, num_prefill_gpus, num_decode_gpus, window.duration_s)
+    _put_latency(f, window, pcts)
+    _put_failures(f, window.failed, max_error_samples)
     f.put("percentiles", list(pcts))
-    f.put("no_successful_requests", no_success)
+    f.put("no_successful_requests", window.no_success)
     result = dict(f.data)
     result["null_reasons"] = dict(f.null_reasons)
     return result

@@ -49,6 +49,7 @@ from inferx_core.sdk.helpers import (
     tiny_completion_probe,
 )
 from inferx_core.sdk.platform import Platform
+from inferx_sglang.roles import inferx_engine_role_spec  # noqa: F401  (registered via this module)
 
 ENGINE = "sglang"
 DEFAULT_EXECUTABLE = ("python3", "-m", "sglang.launch_server")

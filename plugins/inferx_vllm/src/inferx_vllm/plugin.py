@@ -18,6 +18,7 @@ from inferx_core import (
 from inferx_core.config.models import ServerConfig
 from inferx_core.sdk.helpers import default_gpu_ids, port_free_wait, tiny_completion_probe
 from inferx_core.sdk.platform import Platform
+from inferx_vllm.roles import inferx_engine_role_spec  # noqa: F401  (registered via this module)
 
 ENGINE = "vllm"
 DEFAULT_EXECUTABLE = ("vllm", "serve")

@@ -11,26 +11,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint, load_points, point_id_for, slug
-from inferx_core.load.client import ConnectionPool, build_chat_payload, build_completions_payload
-from inferx_core.load.lengths import LengthSpec
+from inferx_core.load.client import ConnectionPool
 from inferx_core.load.progress import LoadProgress
 from inferx_core.load.records import RequestRecord
 from inferx_core.load.scheduler import LoadConfig, LoadScheduler, PreparedRequest, ScheduleResult
 from inferx_core.load.token_counter import CounterResolution, resolve_token_counter
 from inferx_core.load.workload import Workload as BuiltWorkload
-from inferx_core.load.workload import WorkloadSpec, build_workload
 from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.summarize import summarize
 from inferx_core.pipeline.assemble import Measured, PointSource, measured_result, point_status
+from inferx_core.pipeline.requests import (
+    BenchTarget,
+    Requests,
+    build_requests,
+    discover_model,
+)
 from inferx_core.results.files import (
     requests_path,
     telemetry_path,
@@ -43,7 +46,6 @@ from inferx_core.telemetry.model import TelemetrySection
 from inferx_core.telemetry.recorder import TelemetryRecorder, series_rows
 from inferx_core.telemetry.session import TelemetryPlan, telemetry_fields
 
-API_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 ABORT_POLL_S = 0.25
 
 #: Called while a point runs; returns a reason to abort (e.g. "engine exited"), else None.
@@ -64,119 +66,6 @@ class PointOutcome:
     @property
     def status(self) -> str:
         return self.result.status
-
-
-def prompts_for(point: LoadPoint, load: LoadProfile) -> int:
-    """Measured prompts: the configured number, else InferenceX's 10 x concurrency.
-
-    Open loop without a number: ``prompts_per_concurrency`` seconds of arrivals
-    at the rate (at least 20).
-    """
-    if load.num_prompts is not None:
-        return load.num_prompts
-    if point.concurrency is not None:
-        return load.prompts_per_concurrency * point.concurrency
-    assert point.request_rate is not None
-    return max(20, math.ceil(point.request_rate * load.prompts_per_concurrency))
-
-
-def warmup_for(point: LoadPoint, load: LoadProfile) -> int:
-    """Warmup requests: configured, else one per concurrent slot (capped at 16 open loop)."""
-    if load.warmup is not None:
-        return load.warmup
-    if point.concurrency is not None:
-        return point.concurrency
-    return min(16, point.max_concurrency or math.ceil(point.request_rate or 1))
-
-
-def workload_spec(workload: Workload) -> WorkloadSpec:
-    mix = workload.lognormal
-    return WorkloadSpec(
-        kind=workload.kind,
-        isl=workload.isl,
-        osl=workload.osl,
-        range_ratio=workload.range_ratio,
-        semantics=workload.range_semantics,
-        input_lognormal=LengthSpec(
-            kind="lognormal",
-            length=int(mix.input_median),
-            sigma=mix.input_sigma,
-            min_length=mix.input_min,
-            max_length=mix.input_max,
-        ),
-        output_lognormal=LengthSpec(
-            kind="lognormal",
-            length=int(mix.output_median),
-            sigma=mix.output_sigma,
-            min_length=mix.output_min,
-            max_length=mix.output_max,
-        ),
-        dataset_path=str(workload.dataset) if workload.dataset else None,
-        api=workload.api,
-    )
-
-
-@dataclass
-class BenchTarget:
-    """The server under test, as the load generator sees it."""
-
-    base_url: str
-    model: str
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-def discover_model(base_url: str, headers: dict[str, str] | None = None) -> str:
-    """The first model the server lists at /v1/models (control plane: httpx)."""
-    import httpx
-
-    from inferx_core.errors import UserFacingError
-
-    url = base_url.rstrip("/") + "/v1/models"
-    try:
-        reply = httpx.get(url, headers=headers, timeout=10.0)
-        reply.raise_for_status()
-        models = [m["id"] for m in reply.json().get("data", [])]
-    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
-        raise UserFacingError(f"cannot list models at {url}: {exc}; pass --model NAME") from exc
-    if not models:
-        raise UserFacingError(f"{url} lists no model; pass --model NAME")
-    return models[0]
-
-
-def _prepare(
-    prompts: BuiltWorkload,
-    target: BenchTarget,
-    workload: Workload,
-    *,
-    warmup: bool,
-    first_id: int,
-) -> list[PreparedRequest]:
-    path = API_PATHS[workload.api]
-    requests = []
-    for i, prompt in enumerate(prompts):
-        if workload.api == "chat":
-            payload = build_chat_payload(
-                target.model, prompt.prompt, prompt.max_tokens, ignore_eos=workload.ignore_eos
-            )
-        else:
-            payload = build_completions_payload(
-                target.model, prompt.prompt, prompt.max_tokens, ignore_eos=workload.ignore_eos
-            )
-        record = RequestRecord(
-            request_id=first_id + i,
-            prompt_tokens=prompt.prompt_tokens,
-            max_tokens=prompt.max_tokens,
-            warmup=warmup,
-        )
-        requests.append(PreparedRequest(path, payload, record))
-    return requests
-
-
-def _cycle(requests: list[PreparedRequest], first_id: int) -> Iterator[PreparedRequest]:
-    """Endless requests for duration-bound runs: the prompt pool, reused with fresh records."""
-    for n, prepared in enumerate(itertools.cycle(requests)):
-        record = replace(prepared.record, request_id=first_id + n, chunk_ns=[])
-        yield PreparedRequest(prepared.path, prepared.payload, record)
 
 
 async def _run_scheduler(
@@ -222,40 +111,6 @@ async def _run_scheduler(
 
 
 @dataclass
-class _Requests:
-    """The prepared requests of one point and the workload they came from."""
-
-    built: BuiltWorkload
-    measured: Any  # a list, or an endless iterator for duration-bound runs
-    warmup: list[PreparedRequest]
-    n_measured: int
-
-
-def _build_requests(
-    target: BenchTarget,
-    point: LoadPoint,
-    workload: Workload,
-    load: LoadProfile,
-    counter: CounterResolution,
-) -> _Requests:
-    n_measured = prompts_for(point, load)
-    n_warmup = warmup_for(point, load)
-    spec = workload_spec(workload)
-    built = build_workload(spec, counter.counter, n_measured, workload.seed)
-    warm_built = (
-        build_workload(spec, counter.counter, n_warmup, workload.seed + 7919) if n_warmup else None
-    )
-    measured = _prepare(built, target, workload, warmup=False, first_id=0)
-    warmup = (
-        _prepare(warm_built, target, workload, warmup=True, first_id=-n_warmup)
-        if warm_built
-        else []
-    )
-    endless = load.duration_s and load.num_prompts is None
-    return _Requests(built, _cycle(measured, 0) if endless else measured, warmup, n_measured)
-
-
-@dataclass
 class _Drive:
     result: ScheduleResult
     abort_reason: str | None
@@ -264,7 +119,7 @@ class _Drive:
 
 def _drive(
     target: BenchTarget,
-    requests: _Requests,
+    requests: Requests,
     config: LoadConfig,
     *,
     label: str,
@@ -386,6 +241,45 @@ def _write_point(
     return write_result(output_dir, result)
 
 
+def _load_config(point: LoadPoint, load: LoadProfile, workload: Workload) -> LoadConfig:
+    return LoadConfig(
+        max_concurrency=point.concurrency or point.max_concurrency,
+        request_rate=point.request_rate or math.inf,
+        arrival=load.arrival,
+        seed=workload.seed,
+        duration_s=load.duration_s,
+        timeout_s=load.request_timeout_s,
+    )
+
+
+def _with_target(
+    source: PointSource, point_id: str, point: LoadPoint, target: BenchTarget, workload: Workload
+) -> PointSource:
+    return replace(
+        source,
+        point_id=point_id,
+        point=point,
+        backend=f"openai-{workload.api}",
+        base_url=target.base_url,
+        model_id=target.model,
+    )
+
+
+def _decide(
+    source: PointSource,
+    measured: Measured,
+    drive: _Drive,
+    failure_details: FailureDetails | None,
+) -> PointResultBase:
+    """The point's status and reason; a failure's real cause comes from ``failure_details``."""
+    completed = measured.metrics.counts.completed
+    status, reason = point_status(drive.interrupted, drive.abort_reason, completed)
+    more: dict[str, Any] = {}
+    if status == "failed" and failure_details is not None:
+        reason, more = failure_details(reason or "")
+    return measured_result(source, measured, status, reason, **more)
+
+
 def run_point(
     target: BenchTarget,
     point: LoadPoint,
@@ -413,15 +307,8 @@ def run_point(
     Ctrl-C writes what was measured with status ``interrupted`` and re-raises.
     """
     started_at = utc_now()
-    requests = _build_requests(target, point, workload, load, counter)
-    config = LoadConfig(
-        max_concurrency=point.concurrency or point.max_concurrency,
-        request_rate=point.request_rate or math.inf,
-        arrival=load.arrival,
-        seed=workload.seed,
-        duration_s=load.duration_s,
-        timeout_s=load.request_timeout_s,
-    )
+    requests = build_requests(target, point, workload, load, counter)
+    config = _load_config(point, load, workload)
     recorder = TelemetryRecorder(telemetry.samplers() if telemetry else [])
     drive = _drive(
         target,
@@ -448,20 +335,8 @@ def run_point(
         telemetry=_point_telemetry(recorder, telemetry, drive.result, metrics),
         started_at=started_at,
     )
-    status, reason = point_status(drive.interrupted, drive.abort_reason, metrics.counts.completed)
-    more: dict[str, Any] = {}
-    if status == "failed" and failure_details is not None:
-        reason, more = failure_details(reason or "")
-    source = source or PointSource(point_id, point)
-    source = replace(
-        source,
-        point_id=point_id,
-        point=point,
-        backend=f"openai-{workload.api}",
-        base_url=target.base_url,
-        model_id=target.model,
-    )
-    result = measured_result(source, measured, status, reason, **more)
+    source = _with_target(source or PointSource(point_id, point), point_id, point, target, workload)
+    result = _decide(source, measured, drive, failure_details)
     records = drive.result.records + drive.result.warmup_records
     path = None
     if output_dir is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from inferx_core.cli import main as cli
+from inferx_core.cli import app as cli
 from inferx_core.cli.fixes import catalogue, markdown_table
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.registries import fix_catalogue

@@ -1,8 +1,9 @@
 """Embed InferX in your own pipeline: benchmark a running server from Python.
 
 Starts InferX's scripted test server (so this example runs anywhere), drives
-it through the same code path as `inferx bench`, and reads the results as
-plain dicts. Point `base_url` at your own deployment instead.
+it through the same code path as `inferx bench`, and reads the typed results
+(sections: identity, load, latency, throughput, telemetry, provenance).
+Point `base_url` at your own deployment instead.
 
     .venv/bin/python examples/embed_in_pipeline.py
 """
@@ -26,10 +27,15 @@ def main() -> None:
         )
         for outcome in run_bench(config, progress=False):
             r = outcome.result
+            if r.load is None or r.latency is None or r.throughput is None:
+                print(f"{outcome.point_id}: {r.status}: {r.failure_reason}")
+                continue
             print(
-                f"{outcome.point_id}: {r['completed']} ok, "
-                f"{r['output_throughput']:.0f} out tok/s, TTFT p50 {r['median_ttft_ms']:.1f} ms, "
-                f"TPOT p50 {r['median_tpot_ms']:.2f} ms, goodput {r['request_goodput']:.2f} req/s"
+                f"{outcome.point_id}: {r.load.completed} ok, "
+                f"{r.throughput.output_throughput:.0f} out tok/s, "
+                f"TTFT p50 {r.latency.ttft_ms.median:.1f} ms, "
+                f"TPOT p50 {r.latency.tpot_ms.median:.2f} ms, "
+                f"goodput {r.throughput.request_goodput:.2f} req/s"
             )
 
 

@@ -126,6 +126,67 @@ def _timelines(rows: Iterable[dict[str, Any]], loaded: LoadedResults, folder: Pa
     return made
 
 
+# (file name, drawing function name in report.plots, caption), in page order.
+_PLOTS: tuple[tuple[str, str, str], ...] = (
+    (
+        "throughput_vs_interactivity.png",
+        "throughput_vs_interactivity",
+        "Throughput per GPU vs interactivity; lines join each group's Pareto frontier, "
+        "dashed: overall frontier",
+    ),
+    (
+        "throughput_vs_latency.png",
+        "throughput_vs_latency",
+        "Throughput per GPU vs median end-to-end latency, with frontiers",
+    ),
+    (
+        "latency_vs_concurrency.png",
+        "latency_vs_concurrency",
+        "TTFT and TPOT (p50 solid, p99 dotted) vs concurrency",
+    ),
+    (
+        "cost_vs_interactivity.png",
+        "cost_vs_interactivity",
+        "Cost per million tokens vs interactivity (total solid, output dashed)",
+    ),
+)
+
+
+def _plots(rows: list[dict[str, Any]], output: Path) -> list[html_page.Figure]:
+    """Draw the summary plots; a plot with nothing to show is left out."""
+    from inferx_core.report import plots as p
+
+    figures: list[html_page.Figure] = []
+    for name, draw_name, caption in _PLOTS:
+        png = getattr(p, draw_name)(rows, output / name)
+        if png is not None:
+            figures.append(html_page.Figure(png, caption, name.removesuffix(".png")))
+    return figures
+
+
+def _fresh_timelines(
+    rows: list[dict[str, Any]], loaded: LoadedResults, output: Path
+) -> list[html_page.Figure]:
+    """Redraw the timelines, first removing old ones (points may have gone since)."""
+    folder = output / TIMELINES_DIR
+    if folder.is_dir():
+        for old in folder.glob("*.png"):
+            old.unlink()
+    return _timelines(rows, loaded, folder)
+
+
+def _load_or_fail(paths: Sequence[Path | str]) -> LoadedResults:
+    loaded = load_results(paths)
+    if not loaded.results:
+        from inferx_core.errors import UserFacingError
+
+        raise UserFacingError(
+            f"no InferX result under {', '.join(map(str, paths))} "
+            "(looked for *.json files with schema_version and point_id)"
+        )
+    return loaded
+
+
 def write_report(
     paths: Sequence[Path | str],
     output: Path | str,
@@ -141,14 +202,7 @@ def write_report(
     """
     output = Path(output)
     options = options or CostOptions()
-    loaded = load_results(paths)
-    if not loaded.results:
-        from inferx_core.errors import UserFacingError
-
-        raise UserFacingError(
-            f"no InferX result under {', '.join(map(str, paths))} "
-            "(looked for *.json files with schema_version and point_id)"
-        )
+    loaded = _load_or_fail(paths)
     rows = build_rows(loaded.results, options, loaded.paths)
     output.mkdir(parents=True, exist_ok=True)
     csv_path = write_csv(rows, output / CSV_NAME)
@@ -156,44 +210,12 @@ def write_report(
     figures: list[html_page.Figure] = []
     timeline_figs: list[html_page.Figure] = []
     if plots and rows:
-        from inferx_core.report import plots as p
-
-        for name, draw, caption in (
-            (
-                "throughput_vs_interactivity.png",
-                p.throughput_vs_interactivity,
-                "Throughput per GPU vs interactivity; lines join each group's Pareto frontier, "
-                "dashed: overall frontier",
-            ),
-            (
-                "throughput_vs_latency.png",
-                p.throughput_vs_latency,
-                "Throughput per GPU vs median end-to-end latency, with frontiers",
-            ),
-            (
-                "latency_vs_concurrency.png",
-                p.latency_vs_concurrency,
-                "TTFT and TPOT (p50 solid, p99 dotted) vs concurrency",
-            ),
-            (
-                "cost_vs_interactivity.png",
-                p.cost_vs_interactivity,
-                "Cost per million tokens vs interactivity (total solid, output dashed)",
-            ),
-        ):
-            png = draw(rows, output / name)
-            if png is not None:
-                figures.append(html_page.Figure(png, caption, name.removesuffix(".png")))
+        figures = _plots(rows, output)
         if timelines:
-            folder = output / TIMELINES_DIR
-            if folder.is_dir():
-                for old in folder.glob("*.png"):
-                    old.unlink()
-            timeline_figs = _timelines(rows, loaded, folder)
-    sources = [str(s) for s in paths]
+            timeline_figs = _fresh_timelines(rows, loaded, output)
     page = html_page.PageContent(
         title=title or "InferX benchmark report",
-        sources=sources,
+        sources=[str(s) for s in paths],
         rows=rows,
         figures=figures,
         timelines=timeline_figs,

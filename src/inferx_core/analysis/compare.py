@@ -415,6 +415,50 @@ def _frontier(rows: Sequence[Mapping[str, Any]]) -> Frontier:
     return Frontier.of(pts)
 
 
+def _not_ok_metric(spec: MetricSpec, side: str) -> dict[str, Any]:
+    return {"field": spec.field, "label": spec.label, "a": None, "b": None, "ratio": None,
+            "change": None, "verdict": "n/a", "basis": f"point not ok in {side}"}  # fmt: skip
+
+
+def _point_metrics(a: SideData, b: SideData, pa: str, pb: str, noise: float) -> list[dict]:
+    """One verdict per metric in METRICS for the matched pair (pa in A, pb in B)."""
+    ra, rb = a.row(pa) or {}, b.row(pb) or {}
+    metrics = []
+    for spec in METRICS:
+        if ra.get("status") != "ok" or rb.get("status") != "ok":
+            metrics.append(_not_ok_metric(spec, "A" if ra.get("status") != "ok" else "B"))
+            continue
+        ea, eb = estimate(a, pa, spec), estimate(b, pb, spec)
+        metrics.append(
+            {"field": spec.field, "label": spec.label, "better": spec.better,
+             "a": ea.to_json(), "b": eb.to_json(), **decide(ea, eb, spec.better, noise)}
+        )  # fmt: skip
+    return metrics
+
+
+def _frontier_comparison(
+    a: SideData, b: SideData, at: Sequence[float] | None, noise: float
+) -> tuple[list[dict[str, Any]], dict[str, tuple[Any, Any]]]:
+    """(throughput verdicts at each interactivity level, frontier x-ranges) per shared scenario."""
+    frontiers = []
+    ranges: dict[str, tuple[Any, Any]] = {}
+    scenarios = sorted({r["scenario"] for r in a.rows} & {r["scenario"] for r in b.rows})
+    for scen in scenarios:
+        fa = _frontier([r for r in a.rows if r["scenario"] == scen])
+        fb = _frontier([r for r in b.rows if r["scenario"] == scen])
+        range_a = [fa.x[0], fa.x[-1]] if len(fa) else None
+        range_b = [fb.x[0], fb.x[-1]] if len(fb) else None
+        ranges[scen] = (range_a, range_b)
+        for level in list(at) if at else default_levels(fa, fb):
+            va, vb = fa.interpolate(level), fb.interpolate(level)
+            verdict = decide(Estimate(va), Estimate(vb), "higher", noise)
+            frontiers.append(
+                {"scenario": scen, "at": float(level), "a": va, "b": vb,
+                 "a_range": range_a, "b_range": range_b, **verdict}
+            )  # fmt: skip
+    return frontiers, ranges
+
+
 def compare(
     a: SideData,
     b: SideData,
@@ -427,66 +471,14 @@ def compare(
     if not 0 <= noise < 1:
         raise ValueError(f"noise must be in [0, 1), got {noise}")
     pairs, rule = match_points(a.rows, b.rows, by)
-    points = []
-    for label, pa, pb in pairs:
-        ra, rb = a.row(pa) or {}, b.row(pb) or {}
-        metrics = []
-        for spec in METRICS:
-            if ra.get("status") != "ok" or rb.get("status") != "ok":
-                bad = "A" if ra.get("status") != "ok" else "B"
-                metrics.append(
-                    {
-                        "field": spec.field,
-                        "label": spec.label,
-                        "a": None,
-                        "b": None,
-                        "ratio": None,
-                        "change": None,
-                        "verdict": "n/a",
-                        "basis": f"point not ok in {bad}",
-                    }
-                )
-                continue
-            ea = estimate(a, pa, spec)
-            eb = estimate(b, pb, spec)
-            metrics.append(
-                {
-                    "field": spec.field,
-                    "label": spec.label,
-                    "better": spec.better,
-                    "a": ea.to_json(),
-                    "b": eb.to_json(),
-                    **decide(ea, eb, spec.better, noise),
-                }
-            )
-        points.append({"label": label, "a_point": pa, "b_point": pb, "metrics": metrics})
+    points = [
+        {"label": label, "a_point": pa, "b_point": pb,
+         "metrics": _point_metrics(a, b, pa, pb, noise)}
+        for label, pa, pb in pairs
+    ]  # fmt: skip
     matched_a = {pa for _, pa, _ in pairs}
     matched_b = {pb for _, _, pb in pairs}
-    frontiers = []
-    ranges: dict[str, tuple[Any, Any]] = {}
-    scenarios = sorted({r["scenario"] for r in a.rows} & {r["scenario"] for r in b.rows})
-    for scen in scenarios:
-        fa = _frontier([r for r in a.rows if r["scenario"] == scen])
-        fb = _frontier([r for r in b.rows if r["scenario"] == scen])
-        ranges[scen] = (
-            [fa.x[0], fa.x[-1]] if len(fa) else None,
-            [fb.x[0], fb.x[-1]] if len(fb) else None,
-        )
-        levels = list(at) if at else default_levels(fa, fb)
-        for level in levels:
-            va, vb = fa.interpolate(level), fb.interpolate(level)
-            verdict = decide(Estimate(va), Estimate(vb), "higher", noise)
-            frontiers.append(
-                {
-                    "scenario": scen,
-                    "at": float(level),
-                    "a": va,
-                    "b": vb,
-                    "a_range": [fa.x[0], fa.x[-1]] if len(fa) else None,
-                    "b_range": [fb.x[0], fb.x[-1]] if len(fb) else None,
-                    **verdict,
-                }
-            )
+    frontiers, ranges = _frontier_comparison(a, b, at, noise)
     return Comparison(
         a.label,
         b.label,

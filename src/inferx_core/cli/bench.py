@@ -74,45 +74,65 @@ def register_command(sub: Any) -> None:
     p.set_defaults(handler=cmd_bench)
 
 
-def bench_config_from_args(args: argparse.Namespace) -> BenchConfig:
+# (argparse dest, key) for flags that override the config file when given.
+_TOP_FLAGS = (
+    ("base_url", "base_url"),
+    ("model", "model"),
+    ("name", "name"),
+    ("num_gpus", "num_gpus"),
+    ("percentiles", "percentiles"),
+    ("output", "output_dir"),
+)
+_WORKLOAD_FLAGS = (
+    ("api", "api"),
+    ("isl", "isl"),
+    ("osl", "osl"),
+    ("range_ratio", "range_ratio"),
+    ("range_semantics", "range_semantics"),
+    ("kind", "kind"),
+    ("dataset", "dataset"),
+    ("tokenizer", "tokenizer"),
+    ("seed", "seed"),
+)
+_LOAD_FLAGS = (
+    ("arrival", "arrival"),
+    ("max_concurrency", "max_concurrency"),
+    ("num_prompts", "num_prompts"),
+    ("duration", "duration_s"),
+    ("warmup", "warmup"),
+    ("timeout", "request_timeout_s"),
+)
+
+
+def _copy_given(args: argparse.Namespace, flags: tuple[tuple[str, str], ...], into: dict) -> None:
+    for flag, key in flags:
+        if getattr(args, flag) is not None:
+            into[key] = getattr(args, flag)
+
+
+def _config_file_data(args: argparse.Namespace) -> dict[str, Any]:
+    """The --config file's settings as a dict (empty without one); refuses a run config."""
     from inferx_core.config.loader import load_config
     from inferx_core.config.models import BenchConfig
     from inferx_core.errors import UserFacingError
 
-    data: dict[str, Any] = {}
-    if args.config:
-        loaded = load_config(args.config)
-        if not isinstance(loaded, BenchConfig):
-            raise UserFacingError(
-                f"{args.config} is a run config (engine:); `inferx bench` needs base_url:. "
-                "Use `inferx run` to launch an engine."
-            )
-        data = loaded.model_dump(exclude_unset=True)
+    if not args.config:
+        return {}
+    loaded = load_config(args.config)
+    if not isinstance(loaded, BenchConfig):
+        raise UserFacingError(
+            f"{args.config} is a run config (engine:); `inferx bench` needs base_url:. "
+            "Use `inferx run` to launch an engine."
+        )
+    return loaded.model_dump(exclude_unset=True)
+
+
+def _apply_flags(args: argparse.Namespace, data: dict[str, Any]) -> None:
+    """Lay the command-line flags over ``data`` (flags win)."""
     workload = data.setdefault("workload", {})
     load = data.setdefault("load", {})
-    for flag, key in (
-        ("base_url", "base_url"),
-        ("model", "model"),
-        ("name", "name"),
-        ("num_gpus", "num_gpus"),
-        ("percentiles", "percentiles"),
-        ("output", "output_dir"),
-    ):
-        if getattr(args, flag) is not None:
-            data[key] = getattr(args, flag)
-    for flag, key in (
-        ("api", "api"),
-        ("isl", "isl"),
-        ("osl", "osl"),
-        ("range_ratio", "range_ratio"),
-        ("range_semantics", "range_semantics"),
-        ("kind", "kind"),
-        ("dataset", "dataset"),
-        ("tokenizer", "tokenizer"),
-        ("seed", "seed"),
-    ):
-        if getattr(args, flag) is not None:
-            workload[key] = getattr(args, flag)
+    _copy_given(args, _TOP_FLAGS, data)
+    _copy_given(args, _WORKLOAD_FLAGS, workload)
     if args.no_telemetry:
         data["telemetry"] = False
     if args.no_ignore_eos:
@@ -121,24 +141,22 @@ def bench_config_from_args(args: argparse.Namespace) -> BenchConfig:
         load["concurrency"], load["request_rate"] = args.concurrency, None
     if args.request_rate is not None:
         load["request_rate"], load["concurrency"] = args.request_rate, None
-    for flag, key in (
-        ("arrival", "arrival"),
-        ("max_concurrency", "max_concurrency"),
-        ("num_prompts", "num_prompts"),
-        ("duration", "duration_s"),
-        ("warmup", "warmup"),
-        ("timeout", "request_timeout_s"),
-    ):
-        if getattr(args, flag) is not None:
-            load[key] = getattr(args, flag)
+    _copy_given(args, _LOAD_FLAGS, load)
     if args.slo:
         data["slo"] = {**data.get("slo", {}), **args.slo}
-    if "base_url" not in data:
-        raise UserFacingError("give --base-url URL (or a config file with base_url:)")
+
+
+def bench_config_from_args(args: argparse.Namespace) -> BenchConfig:
     from pydantic import ValidationError
 
     from inferx_core.config.loader import ConfigError, format_validation_error
+    from inferx_core.config.models import BenchConfig
+    from inferx_core.errors import UserFacingError
 
+    data = _config_file_data(args)
+    _apply_flags(args, data)
+    if "base_url" not in data:
+        raise UserFacingError("give --base-url URL (or a config file with base_url:)")
     try:
         return BenchConfig.model_validate(data)
     except ValidationError as exc:

@@ -32,15 +32,8 @@ def _console() -> Console:
 
 
 # -- plugins -----------------------------------------------------------------
-def cmd_plugins(args: argparse.Namespace) -> int:
-    from inferx_core.sdk.manager import get_plugin_manager
-    from inferx_core.sdk.registries import engine_registry, launchers
-
-    pm = get_plugin_manager()
-    registry = engine_registry(pm)
-    engines_by_plugin: dict[str, list[str]] = {}
-    for name, entry in registry.engines.items():
-        engines_by_plugin.setdefault(entry.plugin, []).append(name)
+def _engine_conflicts(pm: Any, registry: Any) -> dict[str, list[str]]:
+    """Engine names claimed by several plugins; each claimant is marked as in error."""
     conflicts = {
         name: [f"{e.distribution} ({e.plugin})" for e in entries]
         for name, entries in registry.conflicts.items()
@@ -52,7 +45,15 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                 record.status = "error"
                 others = [f"{e.distribution}" for e in entries if e is not entry]
                 record.error = f"engine {name!r} is also claimed by {', '.join(others)}"
+    return conflicts
+
+
+def _names_by_plugin(
+    pm: Any, conflicts: dict[str, list[str]]
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(launcher names, executor names) per plugin; a name clash goes into ``conflicts``."""
     from inferx_core.executors.registry import executors
+    from inferx_core.sdk.registries import launchers
 
     launcher_names: dict[str, list[str]] = {}
     executor_names: dict[str, list[str]] = {}
@@ -65,17 +66,10 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                 names.setdefault(plugin, []).append(lname)
         except Exception as exc:  # a name clash is shown, not fatal
             conflicts[kind] = [str(exc)]
-    rows = []
-    for record in pm.records:
-        row = record.to_json()
-        row["engines"] = sorted(engines_by_plugin.get(record.name, []))
-        row["launchers"] = sorted(launcher_names.get(record.name, []))
-        row["executors"] = sorted(executor_names.get(record.name, []))
-        rows.append(row)
-    failures = [f.__dict__ for f in pm.hook_failures]
-    if args.json:
-        _print_json({"plugins": rows, "engine_conflicts": conflicts, "hook_failures": failures})
-        return 0
+    return launcher_names, executor_names
+
+
+def _print_plugins_table(rows: list[dict[str, Any]], failures: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table(title="InferX plugins")
@@ -99,6 +93,31 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         console.print(
             f"[red]hook failure[/]: {failure['plugin']} in {failure['hook']}: {failure['error']}"
         )
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from inferx_core.sdk.manager import get_plugin_manager
+    from inferx_core.sdk.registries import engine_registry
+
+    pm = get_plugin_manager()
+    registry = engine_registry(pm)
+    engines_by_plugin: dict[str, list[str]] = {}
+    for name, entry in registry.engines.items():
+        engines_by_plugin.setdefault(entry.plugin, []).append(name)
+    conflicts = _engine_conflicts(pm, registry)
+    launcher_names, executor_names = _names_by_plugin(pm, conflicts)
+    rows = []
+    for record in pm.records:
+        row = record.to_json()
+        row["engines"] = sorted(engines_by_plugin.get(record.name, []))
+        row["launchers"] = sorted(launcher_names.get(record.name, []))
+        row["executors"] = sorted(executor_names.get(record.name, []))
+        rows.append(row)
+    failures = [f.__dict__ for f in pm.hook_failures]
+    if args.json:
+        _print_json({"plugins": rows, "engine_conflicts": conflicts, "hook_failures": failures})
+        return 0
+    _print_plugins_table(rows, failures)
     return 0
 
 

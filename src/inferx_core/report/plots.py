@@ -8,13 +8,13 @@ hold nothing to draw.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from inferx_core.analysis.pareto import pareto_front
 from inferx_core.analysis.points import INTERACTIVITY, LATENCY, THROUGHPUT
+from inferx_core.sdk.numbers import is_finite_number
 
 DPI = 110
 COLORS = (
@@ -47,12 +47,11 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _ok(rows: Iterable[Mapping[str, Any]], *fields: str) -> list[Mapping[str, Any]]:
-    return [r for r in rows if r.get("status") == "ok" and all(_finite(r.get(f)) for f in fields)]
+    def usable(r: Mapping[str, Any]) -> bool:
+        return r.get("status") == "ok" and all(is_finite_number(r.get(f)) for f in fields)
+
+    return [r for r in rows if usable(r)]
 
 
 def _groups(rows: Sequence[Mapping[str, Any]], key: str = "group") -> dict[str, list[Any]]:
@@ -82,6 +81,57 @@ def _label_points(ax: Any, members: Sequence[Mapping[str, Any]], xf: str, yf: st
             )
 
 
+def _throughput_front(
+    members: Sequence[Mapping[str, Any]], x_field: str, x_direction: str
+) -> list[Mapping[str, Any]]:
+    return pareto_front(
+        members,
+        lambda r: (r[x_field], r[THROUGHPUT]),
+        x_direction,
+        "max",  # type: ignore[arg-type]
+    )
+
+
+def _plot_group(
+    ax: Any, name: str, members: Sequence[Mapping[str, Any]], color: str, x_field: str, x_dir: str
+) -> None:
+    """One group's points, its Pareto frontier as a line, and concurrency labels."""
+    ax.scatter(
+        [r[x_field] for r in members],
+        [r[THROUGHPUT] for r in members],
+        color=color,
+        alpha=0.55,
+        s=28,
+        label=name,
+    )
+    front = _throughput_front(members, x_field, x_dir)
+    ax.plot(
+        [r[x_field] for r in front],
+        [r[THROUGHPUT] for r in front],
+        color=color,
+        linewidth=2,
+        marker="o",
+        markersize=5,
+    )
+    _label_points(ax, members, x_field, THROUGHPUT)
+
+
+def _plot_overall_frontiers(
+    ax: Any, points: Sequence[Mapping[str, Any]], x_field: str, x_direction: str
+) -> None:
+    """Dashed frontier over all groups, one per scenario (the first four get a legend entry)."""
+    for j, (name, members) in enumerate(_groups(points, "scenario").items()):
+        front = _throughput_front(members, x_field, x_direction)
+        ax.plot(
+            [r[x_field] for r in front],
+            [r[THROUGHPUT] for r in front],
+            color="black",
+            linestyle="--",
+            linewidth=1.2,
+            label=f"overall frontier {name}" if j < 4 else None,
+        )
+
+
 def _frontier_plot(
     rows: Sequence[Mapping[str, Any]],
     path: Path,
@@ -98,46 +148,9 @@ def _frontier_plot(
     ax = axes[0][0]
     groups = _groups(points)
     for i, (name, members) in enumerate(groups.items()):
-        color = COLORS[i % len(COLORS)]
-        ax.scatter(
-            [r[x_field] for r in members],
-            [r[THROUGHPUT] for r in members],
-            color=color,
-            alpha=0.55,
-            s=28,
-            label=name,
-        )
-        front = pareto_front(
-            members,
-            lambda r: (r[x_field], r[THROUGHPUT]),
-            x_direction,
-            "max",  # type: ignore[arg-type]
-        )
-        ax.plot(
-            [r[x_field] for r in front],
-            [r[THROUGHPUT] for r in front],
-            color=color,
-            linewidth=2,
-            marker="o",
-            markersize=5,
-        )
-        _label_points(ax, members, x_field, THROUGHPUT)
+        _plot_group(ax, name, members, COLORS[i % len(COLORS)], x_field, x_direction)
     if len(groups) > 1:
-        for j, (name, members) in enumerate(_groups(points, "scenario").items()):
-            front = pareto_front(
-                members,
-                lambda r: (r[x_field], r[THROUGHPUT]),
-                x_direction,
-                "max",  # type: ignore[arg-type]
-            )
-            ax.plot(
-                [r[x_field] for r in front],
-                [r[THROUGHPUT] for r in front],
-                color="black",
-                linestyle="--",
-                linewidth=1.2,
-                label=f"overall frontier {name}" if j < 4 else None,
-            )
+        _plot_overall_frontiers(ax, points, x_field, x_direction)
     ax.set_xlabel(x_label)
     ax.set_ylabel("Throughput per GPU (tok/s/gpu, input + output)")
     ax.set_title(title + _assumed_note(points), fontsize=10)
@@ -190,7 +203,7 @@ def latency_vs_concurrency(rows: Sequence[Mapping[str, Any]], path: Path) -> Pat
             xs = [r["concurrency"] for r in members]
             for stat, style in (("median", "-"), ("p99", ":")):
                 ys = [r.get(f"{stat}_{metric}_ms") for r in members]
-                pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if _finite(y)]
+                pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if is_finite_number(y)]
                 if pairs:
                     ax.plot(
                         [p[0] for p in pairs],
@@ -228,7 +241,7 @@ def cost_vs_interactivity(rows: Sequence[Mapping[str, Any]], path: Path) -> Path
             color=color,
             label=f"{name} (total)",
         )
-        out = [r for r in members if _finite(r.get("cost_per_mtok_output"))]
+        out = [r for r in members if is_finite_number(r.get("cost_per_mtok_output"))]
         if out:
             ax.plot(
                 [r[INTERACTIVITY] for r in out],
@@ -240,7 +253,7 @@ def cost_vs_interactivity(rows: Sequence[Mapping[str, Any]], path: Path) -> Path
             )
         _label_points(ax, members, INTERACTIVITY, "cost_per_mtok_total")
     values = [r["cost_per_mtok_total"] for r in points] + [
-        r["cost_per_mtok_output"] for r in points if _finite(r.get("cost_per_mtok_output"))
+        r["cost_per_mtok_output"] for r in points if is_finite_number(r.get("cost_per_mtok_output"))
     ]
     if min(values) > 0 and max(values) / min(values) > 20:
         ax.set_yscale("log")
@@ -266,10 +279,10 @@ def timeline_series(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[tuple[f
     out: dict[str, list[tuple[float, float]]] = {}
     for row in rows:
         t = row.get("t_s")
-        if not _finite(t):
+        if not is_finite_number(t):
             continue
         for key, value in row.items():
-            if not _finite(value):
+            if not is_finite_number(value):
                 continue
             if (key.startswith("gpu.") and key.endswith(".power_w")) or key in (
                 "engine.kv_cache_usage",

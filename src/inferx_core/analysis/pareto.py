@@ -30,6 +30,8 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from inferx_core.sdk.numbers import is_finite_number
+
 Direction = Literal["max", "min"]
 T = TypeVar("T")
 
@@ -43,15 +45,6 @@ __all__ = [
 ]
 
 
-def _finite(v: Any) -> bool:
-    return (
-        v is not None
-        and not isinstance(v, bool)
-        and isinstance(v, (int, float))
-        and math.isfinite(float(v))
-    )
-
-
 def _better_or_equal(a: float, b: float, direction: Direction) -> bool:
     return a >= b if direction == "max" else a <= b
 
@@ -63,7 +56,7 @@ def dominates(
     y: Direction = "max",
 ) -> bool:
     """True when ``a`` is at least as good on both axes and strictly better on one."""
-    if not (_finite(a[0]) and _finite(a[1]) and _finite(b[0]) and _finite(b[1])):
+    if not all(map(is_finite_number, (a[0], a[1], b[0], b[1]))):
         return False
     ge_x = _better_or_equal(a[0], b[0], x)
     ge_y = _better_or_equal(a[1], b[1], y)
@@ -85,7 +78,7 @@ def pareto_mask(
     sx = 1.0 if x == "max" else -1.0
     sy = 1.0 if y == "max" else -1.0
     valid = [
-        i for i, (px, py) in enumerate(points) if _finite(px) and _finite(py)
+        i for i, (px, py) in enumerate(points) if is_finite_number(px) and is_finite_number(py)
     ]  # others: never on the frontier
     # Work with "higher is better" keys.
     keyed = {i: (sx * float(points[i][0]), sy * float(points[i][1])) for i in valid}  # type: ignore[arg-type]
@@ -160,7 +153,7 @@ class Frontier:
         axes are "max"), so the result is well defined; equal x values on a
         frontier always carry equal y.
         """
-        if not self.x or not _finite(at):
+        if not self.x or not is_finite_number(at):
             return None
         at = float(at)
         if at < self.x[0] or at > self.x[-1]:

@@ -22,6 +22,7 @@ from typing import Any
 from inferx_core.analysis.cost import CostOptions, cost_fields
 from inferx_core.analysis.pareto import mask_by_group
 from inferx_core.results.model import PointResultBase
+from inferx_core.sdk.numbers import is_finite_number
 
 __all__ = [
     "INTERACTIVITY",
@@ -165,10 +166,6 @@ def _hardware_label(row: Mapping[str, Any]) -> str:
     return "CPU" if row.get("cpu_only") else "unknown GPU"
 
 
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def build_rows(
     results: Iterable[PointResultBase],
     options: CostOptions | None = None,
@@ -214,7 +211,7 @@ def _coords(x_field: str, y_field: str) -> Any:
         if row.get("status") != "ok":
             return None, None
         x, y = row.get(x_field), row.get(y_field)
-        return (x if _finite(x) else None, y if _finite(y) else None)
+        return (x if is_finite_number(x) else None, y if is_finite_number(y) else None)
 
     return key
 

@@ -247,6 +247,43 @@ class RoleLaunch:
         return f"http://{self.context.host}:{self.server.port}"
 
 
+def _peer_urls(placements: list[Placement]) -> dict[str, tuple[str, ...]]:
+    """Per role, the URL of each replica's first node (the router is nobody's peer)."""
+    peers: dict[str, list[str]] = {}
+    for p in placements:
+        if p.group.role != "router" and p.node_rank == 0:
+            peers.setdefault(p.group.role, []).append(f"http://{p.host}:{p.port}")
+    return {role: tuple(urls) for role, urls in peers.items()}
+
+
+def _role_context(
+    p: Placement, deployment: Deployment, base: ServerConfig, peers: dict[str, tuple[str, ...]]
+) -> RoleContext:
+    return RoleContext(
+        kind=deployment.kind,
+        role=p.group.role,
+        replica=p.replica,
+        replicas=p.group.replicas,
+        node_rank=p.node_rank,
+        nodes=p.group.nodes,
+        host=p.host,
+        head_host=p.head_host,
+        dist_port=deployment.dist_port,
+        gpus_per_node=gpus_per_node(p.group, base),
+        peers=dict(peers),  # each context gets its own mapping
+    )
+
+
+def _with_role_labels(spec: LaunchSpec, ctx: RoleContext) -> LaunchSpec:
+    labels = {
+        **spec.labels,
+        "role": ctx.role,
+        "replica": str(ctx.replica),
+        "node_rank": str(ctx.node_rank),
+    }
+    return spec.model_copy(update={"labels": labels})
+
+
 def role_launches(
     pm: InferxPluginManager,
     base: ServerConfig,
@@ -260,10 +297,7 @@ def role_launches(
 
     entry = engine_registry(pm).get(base.engine)
     placements = place(deployment, base, hosts)
-    peers: dict[str, list[str]] = {}
-    for p in placements:
-        if p.group.role != "router" and p.node_rank == 0:
-            peers.setdefault(p.group.role, []).append(f"http://{p.host}:{p.port}")
+    peers = _peer_urls(placements)
     fixes = [fix for _, fix in fix_catalogue(pm)]
     spread = len({p.host for p in placements}) > 1
     launches = []
@@ -271,19 +305,7 @@ def role_launches(
         server = role_server(base, p.group, p.port)
         if spread:
             server = server.model_copy(update={"host": "0.0.0.0"})  # reachable from other nodes
-        ctx = RoleContext(
-            kind=deployment.kind,
-            role=p.group.role,
-            replica=p.replica,
-            replicas=p.group.replicas,
-            node_rank=p.node_rank,
-            nodes=p.group.nodes,
-            host=p.host,
-            head_host=p.head_host,
-            dist_port=deployment.dist_port,
-            gpus_per_node=gpus_per_node(p.group, base),
-            peers={role: tuple(urls) for role, urls in peers.items()},
-        )
+        ctx = _role_context(p, deployment, base, peers)
         plugin, spec = pm.call_first(
             "inferx_engine_role_spec", server=server, platform=platform, role=ctx
         )
@@ -293,18 +315,11 @@ def role_launches(
                 f"{ctx.role!r} of a {deployment.kind} deployment: its plugin does not implement "
                 "inferx_engine_role_spec for it"
             )
-        spec = spec.model_copy(
-            update={
-                "labels": {
-                    **spec.labels,
-                    "role": ctx.role,
-                    "replica": str(ctx.replica),
-                    "node_rank": str(ctx.node_rank),
-                }
-            }
-        )
         fixed, applied, decisions = apply_fixes(
-            spec, fixes, FixContext(server=server, platform=platform), disabled=base.disable_fixes
+            _with_role_labels(spec, ctx),
+            fixes,
+            FixContext(server=server, platform=platform),
+            disabled=base.disable_fixes,
         )
         launches.append(RoleLaunch(ctx, server, plugin or entry.plugin, fixed, applied, decisions))
     return launches

@@ -231,39 +231,75 @@ def _all_of(value: Any, kind: type) -> bool:
     return isinstance(value, list) and all(isinstance(v, kind) for v in value)
 
 
+def _check_launch_spec(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
+    assert isinstance(answer, LaunchSpec)
+    assert answer.port == args["server"].port
+
+
+def _check_samplers(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
+    assert _all_of(answer, Sampler) and answer
+    for sampler in answer:
+        assert isinstance(sampler.name, str) and sampler.interval_s > 0
+
+
+def _check_fixes(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
+    assert _all_of(answer, Fix) and answer
+    ctx = FixContext(server=args["server"], platform=args["platform"])
+    for spec in (args["spec"], args["spec"].model_copy(update={"image": "repo/img:1"})):
+        apply_fixes(spec, answer, ctx)
+
+
+def _check_launchers(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
+    assert _all_of(answer, LauncherInfo) and answer
+    for info in answer:
+        launcher = info.factory()
+        assert isinstance(launcher, Launcher)
+        assert isinstance(launcher.describe(args["spec"], tmp_path), dict)
+
+
+def _check_executors(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
+    assert _all_of(answer, ExecutorInfo) and answer
+    for info in answer:
+        executor = info.factory({})
+        assert isinstance(executor, Executor)
+        assert isinstance(executor.describe([], tmp_path), dict)
+
+
+def _check_engines(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
+    assert _all_of(answer, EngineInfo)
+
+
+def _check_platform(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
+    assert isinstance(answer, Platform)
+
+
+def _check_readiness(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
+    assert _all_of(answer, ReadinessProbe) and answer
+
+
+def _check_metrics(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
+    assert isinstance(answer, EngineMetricsMap)
+
+
+# What each hook's answer must be; a hook not listed here is only called.
+_ANSWER_CHECKS: dict[str, Callable[[Any, dict[str, Any], Path], None]] = {
+    "inferx_register_engines": _check_engines,
+    "inferx_detect_platform": _check_platform,
+    "inferx_engine_launch_spec": _check_launch_spec,
+    "inferx_engine_role_spec": _check_launch_spec,
+    "inferx_engine_readiness": _check_readiness,
+    "inferx_engine_metrics": _check_metrics,
+    "inferx_telemetry_samplers": _check_samplers,
+    "inferx_container_fixes": _check_fixes,
+    "inferx_launchers": _check_launchers,
+    "inferx_executors": _check_executors,
+}
+
+
 def _check_answer(hook: str, answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
-    if hook == "inferx_register_engines":
-        assert _all_of(answer, EngineInfo)
-    elif hook == "inferx_detect_platform":
-        assert isinstance(answer, Platform)
-    elif hook in ("inferx_engine_launch_spec", "inferx_engine_role_spec"):
-        assert isinstance(answer, LaunchSpec)
-        assert answer.port == args["server"].port
-    elif hook == "inferx_engine_readiness":
-        assert _all_of(answer, ReadinessProbe) and answer
-    elif hook == "inferx_engine_metrics":
-        assert isinstance(answer, EngineMetricsMap)
-    elif hook == "inferx_telemetry_samplers":
-        assert _all_of(answer, Sampler) and answer
-        for sampler in answer:
-            assert isinstance(sampler.name, str) and sampler.interval_s > 0
-    elif hook == "inferx_container_fixes":
-        assert _all_of(answer, Fix) and answer
-        ctx = FixContext(server=args["server"], platform=args["platform"])
-        for spec in (args["spec"], args["spec"].model_copy(update={"image": "repo/img:1"})):
-            apply_fixes(spec, answer, ctx)
-    elif hook == "inferx_launchers":
-        assert _all_of(answer, LauncherInfo) and answer
-        for info in answer:
-            launcher = info.factory()
-            assert isinstance(launcher, Launcher)
-            assert isinstance(launcher.describe(args["spec"], tmp_path), dict)
-    elif hook == "inferx_executors":
-        assert _all_of(answer, ExecutorInfo) and answer
-        for info in answer:
-            executor = info.factory({})
-            assert isinstance(executor, Executor)
-            assert isinstance(executor.describe([], tmp_path), dict)
+    check = _ANSWER_CHECKS.get(hook)
+    if check is not None:
+        check(answer, args, tmp_path)
 
 
 @pytest.mark.parametrize("hook", sorted(SPECS))

@@ -367,6 +367,83 @@ def visible_to_rocr(
     return kept, note
 
 
+def _memory_total_mib(smi: Any, handle: Any, vram_type: Any) -> int | None:
+    """VRAM size in MiB: the memory-total call when the library has it, else the VRAM info."""
+    total = None
+    if vram_type is not None:
+        total_bytes = number(
+            _call(getattr(smi, "amdsmi_get_gpu_memory_total", None), handle, vram_type)
+        )
+        total = int(total_bytes) // MIB if total_bytes else None
+    if not total:
+        vram = _call(getattr(smi, "amdsmi_get_gpu_vram_info", None), handle) or {}
+        size = number(vram.get("vram_size"))  # MB
+        total = int(size) if size else None
+    return total
+
+
+def _extra_fields(smi: Any, handle: Any, asic: Mapping[str, Any]) -> dict[str, str]:
+    extra: dict[str, str] = {}
+    memory_partition = _text(_call(getattr(smi, "amdsmi_get_gpu_memory_partition", None), handle))
+    if memory_partition:
+        extra["memory_partition"] = memory_partition
+    for key, field in (("device_id", "device_id"), ("compute_units", "num_compute_units")):
+        value = _text(asic.get(field))
+        if value:
+            extra[key] = value
+    return extra
+
+
+def _accelerator(
+    smi: Any,
+    index: int,
+    handle: Any,
+    probe: Callable[[], list[str]],
+    rocm: str | None,
+    vram_type: Any,
+) -> tuple[Accelerator, str | None]:
+    """(the GPU behind ``handle``, its driver version); ``probe`` runs the arch probe once."""
+    asic = _call(smi.amdsmi_get_gpu_asic_info, handle) or {}
+    board = _call(getattr(smi, "amdsmi_get_gpu_board_info", None), handle) or {}
+    name = _text(asic.get("market_name")) or _text(board.get("product_name")) or "AMD GPU"
+    arch = _arch_of(asic, name)
+    arch_full = _full_arch(arch, asic, [])
+    if arch_full is None and arch:
+        arch_full = _full_arch(arch, asic, probe())
+    total = _memory_total_mib(smi, handle, vram_type)
+    driver_info = _call(getattr(smi, "amdsmi_get_gpu_driver_info", None), handle) or {}
+    driver = _text(driver_info.get("driver_version"))
+    extra = _extra_fields(smi, handle, asic)
+    accelerator = Accelerator(
+        vendor="amd",
+        index=index,
+        name=name,
+        arch=arch,
+        arch_full=arch_full,
+        memory_total_mib=total,
+        uuid=_text(_call(getattr(smi, "amdsmi_get_gpu_device_uuid", None), handle)),
+        pci_bus_id=_text(_call(getattr(smi, "amdsmi_get_gpu_device_bdf", None), handle)),
+        driver_version=driver,
+        runtime_version=rocm,
+        firmware=_firmware(smi, handle),
+        partition_mode=_text(_call(getattr(smi, "amdsmi_get_gpu_compute_partition", None), handle)),
+        extra=extra,
+    )
+    return accelerator, driver
+
+
+def _software(smi: Any, rocm: str | None, drivers: set[str]) -> dict[str, str]:
+    software: dict[str, str] = {}
+    if rocm:
+        software["rocm"] = rocm
+    if len(drivers) == 1:
+        software["amdgpu_driver"] = next(iter(drivers))
+    lib = _lib_version(smi)
+    if lib:
+        software["amdsmi"] = lib
+    return software
+
+
 def _enumerate(
     smi: Any,
     arch_probe: Callable[[], list[str]],
@@ -379,72 +456,25 @@ def _enumerate(
     pairs, visibility_note = visible_to_rocr(smi, pairs, env.get("ROCR_VISIBLE_DEVICES"))
     rocm = _rocm_version(smi, rocm_version_file)
     probed: list[str] | None = None
+
+    def probe_once() -> list[str]:  # the probe is slow: only when needed, and only once
+        nonlocal probed
+        if probed is None:
+            probed = list(arch_probe())
+        return probed
+
     vram_type = getattr(getattr(smi, "AmdSmiMemoryType", None), "VRAM", None)
     accelerators = []
     drivers: set[str] = set()
     for index, handle in pairs:
-        asic = _call(smi.amdsmi_get_gpu_asic_info, handle) or {}
-        board = _call(getattr(smi, "amdsmi_get_gpu_board_info", None), handle) or {}
-        name = _text(asic.get("market_name")) or _text(board.get("product_name")) or "AMD GPU"
-        arch = _arch_of(asic, name)
-        arch_full = _full_arch(arch, asic, [])
-        if arch_full is None and arch:
-            if probed is None:
-                probed = list(arch_probe())
-            arch_full = _full_arch(arch, asic, probed)
-        total = None
-        if vram_type is not None:
-            total_bytes = number(
-                _call(getattr(smi, "amdsmi_get_gpu_memory_total", None), handle, vram_type)
-            )
-            total = int(total_bytes) // MIB if total_bytes else None
-        if not total:
-            vram = _call(getattr(smi, "amdsmi_get_gpu_vram_info", None), handle) or {}
-            size = number(vram.get("vram_size"))  # MB
-            total = int(size) if size else None
-        driver_info = _call(getattr(smi, "amdsmi_get_gpu_driver_info", None), handle) or {}
-        driver = _text(driver_info.get("driver_version"))
+        accelerator, driver = _accelerator(smi, index, handle, probe_once, rocm, vram_type)
+        accelerators.append(accelerator)
         if driver:
             drivers.add(driver)
-        extra: dict[str, str] = {}
-        memory_partition = _text(
-            _call(getattr(smi, "amdsmi_get_gpu_memory_partition", None), handle)
-        )
-        if memory_partition:
-            extra["memory_partition"] = memory_partition
-        for key, field in (("device_id", "device_id"), ("compute_units", "num_compute_units")):
-            value = _text(asic.get(field))
-            if value:
-                extra[key] = value
-        accelerators.append(
-            Accelerator(
-                vendor="amd",
-                index=index,
-                name=name,
-                arch=arch,
-                arch_full=arch_full,
-                memory_total_mib=total,
-                uuid=_text(_call(getattr(smi, "amdsmi_get_gpu_device_uuid", None), handle)),
-                pci_bus_id=_text(_call(getattr(smi, "amdsmi_get_gpu_device_bdf", None), handle)),
-                driver_version=driver,
-                runtime_version=rocm,
-                firmware=_firmware(smi, handle),
-                partition_mode=_text(
-                    _call(getattr(smi, "amdsmi_get_gpu_compute_partition", None), handle)
-                ),
-                extra=extra,
-            )
-        )
-    software: dict[str, str] = {}
-    if rocm:
-        software["rocm"] = rocm
-    if len(drivers) == 1:
-        software["amdgpu_driver"] = next(iter(drivers))
-    lib = _lib_version(smi)
-    if lib:
-        software["amdsmi"] = lib
     notes = (PlatformNote(source=SOURCE, message=visibility_note),) if visibility_note else ()
-    return Platform(accelerators=tuple(accelerators), software=software, notes=notes)
+    return Platform(
+        accelerators=tuple(accelerators), software=_software(smi, rocm, drivers), notes=notes
+    )
 
 
 def _note(message: str) -> Platform:

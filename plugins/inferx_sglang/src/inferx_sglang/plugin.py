@@ -117,14 +117,9 @@ def flag_name(key: str) -> str:
     return ALIASES.get(flag, flag)
 
 
-def build_argv(server: ServerConfig) -> list[str]:
-    """The launch_server argv for ``server`` (``server.port`` must be set)."""
-    opts = options(server)
+def _parallelism_argv(server: ServerConfig) -> list[str]:
     par = server.parallelism
-    argv = [*(server.executable or DEFAULT_EXECUTABLE), "--model-path", server.model]
-    argv += ["--served-model-name", server.name_served]
-    argv += ["--host", server.host, "--port", str(server.port)]
-    argv += ["--tensor-parallel-size", str(par.tp)]
+    argv = ["--tensor-parallel-size", str(par.tp)]
     if par.pp > 1:
         argv += ["--pp-size", str(par.pp)]
     if par.dp > 1:
@@ -134,14 +129,21 @@ def build_argv(server: ServerConfig) -> list[str]:
     ep = par.ep or (par.tp if par.expert_parallel else None)
     if ep and ep > 1:
         argv += ["--ep-size", str(ep)]
-    if server.gpu_memory_utilization is not None:
-        argv += ["--mem-fraction-static", str(server.gpu_memory_utilization)]
-    if server.max_num_seqs is not None:
-        argv += ["--max-running-requests", str(server.max_num_seqs)]
-    if server.max_model_len is not None:
-        argv += ["--context-length", str(server.max_model_len)]
-    if opts.chunked_prefill_size is not None:
-        argv += ["--chunked-prefill-size", str(opts.chunked_prefill_size)]
+    return argv
+
+
+def _tuning_argv(server: ServerConfig) -> list[str]:
+    """Flags for the memory, batching and kernel settings of the config and its sglang options."""
+    opts = options(server)
+    argv: list[str] = []
+    for flag, value in (
+        ("--mem-fraction-static", server.gpu_memory_utilization),
+        ("--max-running-requests", server.max_num_seqs),
+        ("--context-length", server.max_model_len),
+        ("--chunked-prefill-size", opts.chunked_prefill_size),
+    ):
+        if value is not None:
+            argv += [flag, str(value)]
     if opts.attention_backend:
         argv += ["--attention-backend", opts.attention_backend]
     if opts.cuda_graph_max_bs is not None:
@@ -154,6 +156,16 @@ def build_argv(server: ServerConfig) -> list[str]:
         argv += ["--kv-cache-dtype", server.kv_cache_dtype]
     if server.dtype:
         argv += ["--dtype", server.dtype]
+    return argv
+
+
+def build_argv(server: ServerConfig) -> list[str]:
+    """The launch_server argv for ``server`` (``server.port`` must be set)."""
+    argv = [*(server.executable or DEFAULT_EXECUTABLE), "--model-path", server.model]
+    argv += ["--served-model-name", server.name_served]
+    argv += ["--host", server.host, "--port", str(server.port)]
+    argv += _parallelism_argv(server)
+    argv += _tuning_argv(server)
     argv.append("--enable-metrics")
     for key, value in server.engine_args.items():
         flag = flag_name(key)

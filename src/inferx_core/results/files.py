@@ -26,11 +26,11 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _atomic_write(path: Path, write: Any) -> Path:
+def _atomic_write(path: Path, write: Any, *, newline: str | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as handle:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
@@ -39,6 +39,11 @@ def _atomic_write(path: Path, write: Any) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """``text`` (UTF-8, line endings as given) written atomically: complete or absent."""
+    return _atomic_write(path, lambda h: h.write(text), newline="")
 
 
 def write_json_atomic(path: Path, data: Any) -> Path:

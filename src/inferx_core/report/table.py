@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import csv
+import io
 import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from inferx_core.results.files import write_text_atomic
 
 #: CSV columns, in order (one row per point).
 CSV_COLUMNS: tuple[str, ...] = (
@@ -118,16 +121,13 @@ def csv_value(value: Any) -> Any:
 
 
 def write_csv(rows: Iterable[Mapping[str, Any]], path: Path) -> Path:
-    """One row per point with ``CSV_COLUMNS`` (written atomically via a temp file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CSV_COLUMNS)
-        for row in rows:
-            writer.writerow([csv_value(row.get(c)) for c in CSV_COLUMNS])
-    tmp.replace(path)
-    return path
+    """One row per point with ``CSV_COLUMNS`` (written atomically: complete or absent)."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_COLUMNS)
+    for row in rows:
+        writer.writerow([csv_value(row.get(c)) for c in CSV_COLUMNS])
+    return write_text_atomic(path, buffer.getvalue())
 
 
 def cell(row: Mapping[str, Any], field: str, fmt: str) -> str:

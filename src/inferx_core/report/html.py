@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.report.table import SUMMARY_COLUMNS, summary_cells
-from inferx_core.results.files import utc_now
+from inferx_core.results.files import utc_now, write_text_atomic
 
 _CSS = """
 body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px;
@@ -146,8 +146,4 @@ def render(content: PageContent) -> str:
 
 
 def write_html(content: PageContent, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(render(content), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_text_atomic(path, render(content))

@@ -25,12 +25,17 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from inferx_core.load.records import RequestRecord
+from inferx_core.metrics.requests import (
+    OutputTokenSource,
+    RequestMetrics,
+    request_metrics,
+    valid_chunk_tokens,
+)
 from inferx_core.metrics.stats import (
     describe,
     error_adjusted_percentiles,
@@ -62,98 +67,7 @@ _SLO_ALIASES = {
 }
 MAX_ERROR_CHARS = 500
 
-# usage: the server's usage block; chunk_tokens: the server's per-chunk token
-# counts; chunk_count: one token per content chunk (an estimate).
-OutputTokenSource = Literal["usage", "chunk_tokens", "chunk_count"]
-
-_NS_PER_MS = 1e6
 _NS_PER_S = 1e9
-
-
-@dataclass(frozen=True, slots=True)
-class RequestMetrics:
-    """Per-request derived values (ms). Latency fields are None for a failed request."""
-
-    request_id: int
-    ok: bool
-    input_tokens: int
-    output_tokens: int  # 0 for a failed request
-    output_token_source: OutputTokenSource
-    ttft_ms: float | None
-    e2el_ms: float | None
-    tpot_ms: float | None  # None when output_tokens <= 1
-    interactivity: float | None  # 1000 / tpot_ms; None when tpot_ms is None or 0
-    itl_ms: tuple[float, ...]  # chunk gaps
-    # Per-token gaps: each chunk gap divided by the tokens that chunk carried,
-    # repeated once per token. None when chunk_tokens is unknown or malformed.
-    itl_per_token_ms: tuple[float, ...] | None
-    max_itl_ms: float | None  # None when fewer than two content chunks
-
-
-def _valid_chunk_tokens(rec: RequestRecord) -> list[int] | None:
-    ct = rec.chunk_tokens
-    if ct is None or len(ct) != len(rec.chunk_ns) or any(k < 0 for k in ct):
-        return None
-    return list(ct)
-
-
-def _output_tokens(rec: RequestRecord) -> tuple[int, OutputTokenSource]:
-    if rec.usage_output_tokens is not None:
-        return int(rec.usage_output_tokens), "usage"
-    ct = _valid_chunk_tokens(rec)
-    if ct is not None:
-        return sum(ct), "chunk_tokens"
-    return len(rec.chunk_ns), "chunk_count"
-
-
-def request_metrics(rec: RequestRecord) -> RequestMetrics:
-    """Derive TTFT, E2EL, TPOT, ITL and interactivity of one request."""
-    out_tokens, source = _output_tokens(rec)
-    if not rec.ok:
-        return RequestMetrics(
-            request_id=rec.request_id,
-            ok=False,
-            input_tokens=int(rec.prompt_tokens),
-            output_tokens=0,
-            output_token_source=source,
-            ttft_ms=None,
-            e2el_ms=None,
-            tpot_ms=None,
-            interactivity=None,
-            itl_ms=(),
-            itl_per_token_ms=None,
-            max_itl_ms=None,
-        )
-    chunks = rec.chunk_ns
-    ttft_ns = chunks[0] - rec.send_ns
-    e2el_ns = chunks[-1] - rec.send_ns
-    gaps_ns = [b - a for a, b in pairwise(chunks)]
-    tpot_ms: float | None = None
-    if out_tokens > 1:
-        tpot_ms = (e2el_ns - ttft_ns) / (out_tokens - 1) / _NS_PER_MS
-    interactivity = 1000.0 / tpot_ms if tpot_ms is not None and tpot_ms > 0 else None
-    per_token: tuple[float, ...] | None = None
-    ct = _valid_chunk_tokens(rec)
-    if ct is not None:
-        pt: list[float] = []
-        for gap, k in zip(gaps_ns, ct[1:], strict=True):
-            if k >= 1:
-                pt.extend([gap / k / _NS_PER_MS] * k)
-        per_token = tuple(pt)
-    return RequestMetrics(
-        request_id=rec.request_id,
-        ok=True,
-        input_tokens=int(rec.prompt_tokens),
-        output_tokens=out_tokens,
-        output_token_source=source,
-        ttft_ms=ttft_ns / _NS_PER_MS,
-        e2el_ms=e2el_ns / _NS_PER_MS,
-        tpot_ms=tpot_ms,
-        interactivity=interactivity,
-        itl_ms=tuple(g / _NS_PER_MS for g in gaps_ns),
-        itl_per_token_ms=per_token,
-        max_itl_ms=max(gaps_ns) / _NS_PER_MS if gaps_ns else None,
-    )
 
 
 def normalize_slos(slos: Mapping[str, float] | None) -> dict[str, float] | None:
@@ -223,7 +137,7 @@ def _peak_output_tokens_per_s(
     t0 = min(r.send_ns for r, _ in ok)
     buckets: Counter[int] = Counter()
     for rec, _ in ok:
-        ct = _valid_chunk_tokens(rec)
+        ct = valid_chunk_tokens(rec)
         for i, t in enumerate(rec.chunk_ns):
             buckets[(t - t0) // 1_000_000_000] += ct[i] if ct is not None else 1
     return float(max(buckets.values())) if buckets else 0.0

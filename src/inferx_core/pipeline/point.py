@@ -301,10 +301,9 @@ def run_point(
 ) -> PointOutcome:
     """Run one load point and write its result (when ``output_dir`` is given).
 
-    ``source`` carries the ids and provenance every result of the server holds;
-    ``failure_details``, asked only when the point did not end ok, names the
-    real cause (e.g. the engine died) and adds fields such as its log tail.
-    Ctrl-C writes what was measured with status ``interrupted`` and re-raises.
+    ``source``: ids and provenance of the server; ``failure_details``: asked when
+    the point failed, names the real cause (e.g. the engine died). Ctrl-C writes
+    what was measured as ``interrupted`` and re-raises.
     """
     started_at = utc_now()
     requests = build_requests(target, point, workload, load, counter)

@@ -22,7 +22,7 @@ reason in the matching ``*_null_reasons`` dict.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -464,19 +464,31 @@ def gpu_energy(
         total_tokens=total_tokens,
         requests=requests,
     )
+    measured = {**power_fields, **counters, **efficiency}
+    return _gpu_result(f, ids, source, power, measured, duration_s, len(rows))
+
+
+def _gpu_result(
+    f: _GpuFields,
+    ids: list[Any],
+    source: str,
+    power: Mapping[Any, Any],
+    measured: dict[str, Any],
+    duration_s: float,
+    samples: int,
+) -> dict[str, Any]:
+    """The result fields in their file order; non-finite values become null with a reason."""
     out: dict[str, Any] = {
         "power_valid": not f.reasons,
         "power_invalid_reason": "; ".join(f.reasons) if f.reasons else None,
         "power_invalid_reasons": f.reasons,
         "power_source": source,
         "gpu_ids": ids,
-        **power_fields,
-        **counters,
-        **efficiency,
+        **measured,
         "max_sample_gap_s": max(p.max_gap_s for p in power.values()),
         "power_window_s": duration_s,
         "power_covered_fraction": min(p.covered_fraction for p in power.values()),
-        "samples": len(rows),
+        "samples": samples,
     }
     out = json_safe(out, "", f.null_reasons)
     out["power_null_reasons"] = f.null_reasons

@@ -309,23 +309,16 @@ def run_point(
     requests = build_requests(target, point, workload, load, counter)
     config = _load_config(point, load, workload)
     recorder = TelemetryRecorder(telemetry.samplers() if telemetry else [])
+    label = f"{point_id} ({'closed' if point.concurrency else 'open'} loop)"
+    total = None if load.duration_s else requests.n_measured
     drive = _drive(
-        target,
-        requests,
-        config,
-        label=f"{point_id} ({'closed' if point.concurrency else 'open'} loop)",
-        total=None if load.duration_s else requests.n_measured,
-        recorder=recorder,
-        abort_check=abort_check,
-        progress=progress,
-    )
+        target, requests, config, label=label, total=total, recorder=recorder,
+        abort_check=abort_check, progress=progress,
+    )  # fmt: skip
     metrics = _point_metrics(
-        drive.result,
-        num_gpus=num_gpus,
-        num_gpus_reason=num_gpus_reason,
-        slo=slo,
+        drive.result, num_gpus=num_gpus, num_gpus_reason=num_gpus_reason, slo=slo,
         percentiles=percentiles,
-    )
+    )  # fmt: skip
     measured = Measured(
         metrics=metrics,
         offered=_offered(drive, point, load, requests.n_measured),

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from inferx_core import hookimpl
 from inferx_core.config.models import ServerConfig
 from inferx_core.sdk import hookspecs
 from inferx_core.sdk.engine import EngineInfo
@@ -302,31 +303,72 @@ def _check_answer(hook: str, answer: Any, args: dict[str, Any], tmp_path: Path) 
         check(answer, args, tmp_path)
 
 
+OTHER_ENGINE = "not-this-plugins-engine"
+OTHER_ANSWER = "the other engine's plugin answered"
+
+
+def _owning_its_engine(module: types.ModuleType, engine: str) -> None:
+    """A section shows one engine hook; the plugin it belongs to also registers the engine."""
+    if hasattr(module, "inferx_register_engines"):
+        return
+
+    @hookimpl
+    def inferx_register_engines() -> list[EngineInfo]:
+        return [EngineInfo(name=engine, description="the docs example's engine")]
+
+    module.inferx_register_engines = inferx_register_engines  # type: ignore[attr-defined]
+
+
+def _other_engine_plugin(hook: str) -> types.ModuleType:
+    """Registers OTHER_ENGINE and answers ``hook`` for it."""
+    module = types.ModuleType("other_engine_plugin")
+
+    @hookimpl
+    def inferx_register_engines() -> list[EngineInfo]:
+        return [EngineInfo(name=OTHER_ENGINE, description="another plugin's engine")]
+
+    @hookimpl
+    def answer(server: ServerConfig) -> str:
+        return OTHER_ANSWER
+
+    module.inferx_register_engines = inferx_register_engines  # type: ignore[attr-defined]
+    setattr(module, hook, answer)
+    return module
+
+
 @pytest.mark.parametrize("hook", sorted(SPECS))
 def test_section_example_is_a_working_plugin(hook: str, tmp_path: Path) -> None:
     blocks = [b for b in code_blocks(SECTIONS.get(hook, ""), "python") if f"def {hook}(" in b]
     assert blocks, f"## {hook} has no example implementation"
     for block in blocks:
         module = exec_example(block, f"docs/hooks.md ## {hook}")
+        engine = getattr(module, "ENGINE", DEFAULT_ENGINE)
+        plugins: list[tuple[str, Any]] = [("doc-example", module)]
+        if hook in hookspecs.ENGINE_HOOKS:
+            _owning_its_engine(module, engine)
+            # Registered first, so asked after the example: were the example asked about
+            # the other engine, its answer (it checks no engine) would win.
+            plugins.insert(0, ("other-engine", _other_engine_plugin(hook)))
         # Strict mode: an unknown hook or a parameter the spec lacks raises.
         pm = get_plugin_manager(
             load_entry_points=False,
             builtins=False,
-            extra_plugins=[("doc-example", module)],
+            extra_plugins=plugins,
             env={"INFERX_STRICT_PLUGINS": "1"},
         )
         record = pm.record_for("doc-example")
         assert record is not None and record.status == "ok", record
         assert hook in record.hooks
-        args = _sample_args(getattr(module, "ENGINE", DEFAULT_ENGINE))
+        args = _sample_args(engine)
         missing = set(inspect.signature(SPECS[hook]).parameters) - set(args)
         assert not missing, f"add sample values for {sorted(missing)} to _sample_args"
         if is_firstresult(hook):
-            _, answer = pm.call_first(hook, **args)
-            other = _sample_args("not-this-plugins-engine")
-            assert pm.call_first(hook, **other) == (None, None), (
-                f"## {hook}: the example must return None for other engines"
-            )
+            owner, answer = pm.call_first(hook, **args)
+            assert owner == "doc-example", owner
+            assert pm.call_first(hook, **_sample_args(OTHER_ENGINE)) == (
+                "other-engine",
+                OTHER_ANSWER,
+            ), f"## {hook}: the core must ask only the plugin that registered the engine"
         else:
             answers = pm.call_each(hook, **args)
             assert len(answers) == 1, answers

@@ -12,6 +12,10 @@ Every spec's docstring follows one template, checked by tests:
   adjust);
 - ``Implement:`` who should implement it.
 
+Engine hooks (:data:`ENGINE_HOOKS`) are asked only of the plugin that
+registered ``server.engine`` through ``inferx_register_engines``, so an
+implementation never has to check that the engine is its own.
+
 Implementations may accept any subset of the parameters (pluggy passes only
 the ones named). Built-in fallbacks are registered as plugins marked
 ``trylast``. docs/hooks.md has one section per hook with an example.
@@ -34,6 +38,17 @@ if TYPE_CHECKING:
     from inferx_core.sdk.probes import EngineMetricsMap, ReadinessProbe
     from inferx_core.sdk.roles import RoleContext
     from inferx_core.sdk.sampler import Sampler
+
+#: Hooks about one engine: the core calls them only on the plugin that
+#: registered ``server.engine`` (plus any wrapper), never on the others.
+ENGINE_HOOKS = frozenset(
+    {
+        "inferx_engine_launch_spec",
+        "inferx_engine_readiness",
+        "inferx_engine_metrics",
+        "inferx_engine_role_spec",
+    }
+)
 
 
 @hookspec
@@ -83,10 +98,11 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
         server: the server configuration; ``server.port`` is already
         resolved (a free port was picked when the user gave none).
         platform: the detected or user-given platform.
-    Returns: a :class:`~inferx_core.sdk.launch_spec.LaunchSpec`, or None when
-    ``server.engine`` is not this plugin's engine.
-    Combine: firstresult; the plugin that owns the engine answers.
-    Implement: engine plugins, each answering only for its own engine names.
+    Returns: a :class:`~inferx_core.sdk.launch_spec.LaunchSpec` (None: no
+    answer, the launch stops with an error naming the engine and plugin).
+    Combine: firstresult; asked only of the plugin that registered
+    ``server.engine`` (an engine hook), so no "is this my engine?" check.
+    Implement: engine plugins, in the plugin that registers the engine.
     """
 
 
@@ -101,9 +117,10 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
         server: the server configuration.
         spec: the launch spec after fixes (for host and port).
     Returns: a list of :class:`~inferx_core.sdk.probes.ReadinessProbe`, or None
-    when ``server.engine`` is not this plugin's.
-    Combine: firstresult; the engine's plugin answers. Without an answer the
-    core uses GET /health then GET /v1/models.
+    for the default probes.
+    Combine: firstresult; asked only of the plugin that registered
+    ``server.engine``. Without an answer the core uses GET /health then
+    GET /v1/models.
     Implement: engine plugins.
     """
 
@@ -116,9 +133,10 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap | None:
     Params:
         server: the server configuration.
     Returns: an :class:`~inferx_core.sdk.probes.EngineMetricsMap`, or None when
-    ``server.engine`` is not this plugin's.
-    Combine: firstresult; the engine's plugin answers. Without an answer no
-    engine metrics are scraped (and the result says so).
+    the engine has no Prometheus metrics.
+    Combine: firstresult; asked only of the plugin that registered
+    ``server.engine``. Without an answer no engine metrics are scraped (and
+    the result says so).
     Implement: engine plugins.
     """
 
@@ -219,9 +237,10 @@ def inferx_engine_role_spec(
         replica, GPUs per node, and ``peers`` (role -> base URLs of the other
         roles' servers, which a router proxies to).
     Returns: a :class:`~inferx_core.sdk.launch_spec.LaunchSpec`, or None when
-    ``server.engine`` is not this plugin's or the plugin cannot serve that
-    role (the core then names the engine and the role in an error).
-    Combine: firstresult; the plugin that owns the engine answers.
+    the plugin cannot serve that role (the core then names the engine and the
+    role in an error).
+    Combine: firstresult; asked only of the plugin that registered
+    ``server.engine``.
     Implement: engine plugins whose engine supports disaggregated serving or
     multi-node expert parallelism (SGLang, vLLM, TensorRT-LLM, Dynamo).
     """

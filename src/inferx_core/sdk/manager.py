@@ -11,25 +11,30 @@ authors. Nothing is loaded at import time of this module.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import pluggy
+from pluggy import HookImpl
 
 from inferx_core._version import __version__
 from inferx_core.errors import UserFacingError
 from inferx_core.sdk import hookspecs
 from inferx_core.sdk.markers import PROJECT_NAME
+from inferx_core.sdk.names import EngineRegistry
 
 ENTRY_POINT_GROUP = "inferx"
 HOOK_PREFIX = "inferx_"
 CORE_DISTRIBUTION = "inferx-core"
 
-#: Built-in plugins, registered through the same hooks as external ones.
+#: Built-in plugins: (name, module) found by module name and imported here with
+#: importlib, the way entry points are, so this layer never imports ``builtin``
+#: (which sits above it). This table is the one place that lists them.
 BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
     ("host", "inferx_core.builtin.host"),
     ("nvml", "inferx_core.builtin.nvidia.plugin"),
@@ -37,6 +42,7 @@ BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
 )
 
 Status = Literal["ok", "error", "disabled"]
+T = TypeVar("T")
 
 
 class PluginError(UserFacingError):
@@ -93,6 +99,7 @@ class InferxPluginManager(pluggy.PluginManager):
         self.records: list[PluginRecord] = []
         self.hook_failures: list[HookFailure] = []
         self.strict = False
+        self._cache: dict[str, Any] = {}
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
         # Like pytest: a callable named inferx_* is an implementation even
@@ -148,42 +155,143 @@ class InferxPluginManager(pluggy.PluginManager):
             if caller.spec is None and not caller.get_hookimpls():
                 delattr(self.hook, hook_name)
 
-    # -- calling hooks so that one plugin's failure stays its own ----------
+    # -- caching what is built from hook answers ---------------------------
+    def register(self, plugin: Any, name: str | None = None) -> str | None:
+        self._cache.clear()  # registries built from the old plugin set are stale
+        return super().register(plugin, name)
+
+    def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
+        self._cache.clear()
+        return super().unregister(plugin, name)
+
+    def cached(self, key: str, build: Callable[[], T]) -> T:
+        """``build()`` once per plugin manager; registering or unregistering a plugin resets it."""
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+    def engine_registry(self) -> EngineRegistry:
+        """Engines by name with the plugin that registered each (built once)."""
+
+        def build() -> EngineRegistry:
+            registry = EngineRegistry()
+            registry.add_all(
+                (plugin, self.distribution_of(plugin), infos)
+                for plugin, infos in self.call_each("inferx_register_engines")
+            )
+            return registry
+
+        return self.cached("engines", build)
+
+    # -- calling hooks through pluggy, one plugin's failure staying its own -
     def call_each(self, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
         """Call every implementation of a list hook; a raising plugin is recorded, not fatal.
 
         Returns (plugin name, answer) pairs in pluggy's call order, skipping
-        None answers.
+        None answers. An answer a wrapper added or replaced is the wrapper's.
         """
-        answers: list[tuple[str, Any]] = []
-        for impl in reversed(getattr(self.hook, hook_name).get_hookimpls()):
-            try:
-                result = impl.function(*(kwargs[arg] for arg in impl.argnames))
-            except Exception as exc:  # recorded against the plugin, never fatal
-                if self.strict:
-                    raise PluginHookError(impl.plugin_name, hook_name, exc) from exc
-                self.hook_failures.append(
-                    HookFailure(impl.plugin_name, hook_name, f"{type(exc).__name__}: {exc}")
-                )
-                continue
-            if result is not None:
-                answers.append((impl.plugin_name, result))
-        return answers
+        impls = getattr(self.hook, hook_name).get_hookimpls()
+        result, answered = self._call(hook_name, kwargs, impls, firstresult=False)
+        pending = list(answered)
+        pairs = []
+        for answer in result:
+            index = next((i for i, (_, a) in enumerate(pending) if a is answer), None)
+            plugin = _outer_wrapper(impls) if index is None else pending.pop(index)[0]
+            pairs.append((plugin, answer))
+        return pairs
 
     def call_first(self, hook_name: str, **kwargs: Any) -> tuple[str, Any] | tuple[None, None]:
-        """Call a firstresult hook; a raising plugin raises PluginHookError naming it."""
-        for impl in reversed(getattr(self.hook, hook_name).get_hookimpls()):
+        """Call a firstresult hook; a raising plugin raises PluginHookError naming it.
+
+        An engine hook (``hookspecs.ENGINE_HOOKS``) is not asked of plugins
+        that register other engines: only the engine's own plugin, plugins
+        that register no engine (extensions) and wrappers see it.
+        """
+        impls = getattr(self.hook, hook_name).get_hookimpls()
+        if hook_name in hookspecs.ENGINE_HOOKS:
+            impls = self._not_of_other_engines(impls, getattr(kwargs.get("server"), "engine", None))
+        result, answered = self._call(hook_name, kwargs, impls, firstresult=True)
+        if result is None:
+            return None, None
+        if answered and answered[-1][1] is result:
+            return answered[-1][0], result
+        return _outer_wrapper(impls), result
+
+    def _not_of_other_engines(self, impls: list[HookImpl], engine: str | None) -> list[HookImpl]:
+        if engine is None:
+            return impls
+        registry = self.engine_registry()
+        owner = registry.get(engine).plugin  # unknown or claimed twice: a clear error
+        others = registry.plugins() - {owner}
+        return [i for i in impls if _is_wrapper(i) or i.plugin_name not in others]
+
+    def _call(
+        self, hook_name: str, kwargs: Mapping[str, Any], impls: list[HookImpl], *, firstresult: bool
+    ) -> tuple[Any, list[tuple[str, Any]]]:
+        """Run ``impls`` through pluggy (wrappers, tracing, monitoring apply), each isolated.
+
+        Returns pluggy's result and the (plugin, answer) pairs the
+        implementations gave, in call order.
+        """
+        answered: list[tuple[str, Any]] = []
+        isolated = [
+            impl if _is_wrapper(impl) else self._isolated(impl, hook_name, answered, firstresult)
+            for impl in impls
+        ]
+        failures_before = len(self.hook_failures)
+        try:
+            return self._hookexec(hook_name, isolated, kwargs, firstresult), answered
+        except (PluginHookError, pluggy.HookCallError):
+            raise
+        except Exception as exc:  # implementations are isolated: a wrapper raised
+            wrapper = _outer_wrapper(impls)
+            if firstresult or self.strict:
+                raise PluginHookError(wrapper, hook_name, exc) from exc
+            # The other plugins' answers still count: ask again without wrappers.
+            del self.hook_failures[failures_before:]
+            plain = [impl for impl in impls if not _is_wrapper(impl)]
+            result = self._call(hook_name, kwargs, plain, firstresult=firstresult)
+            self.hook_failures.append(HookFailure(wrapper, hook_name, _describe(exc)))
+            return result
+
+    def _isolated(
+        self, impl: HookImpl, hook_name: str, answered: list[tuple[str, Any]], always_raise: bool
+    ) -> HookImpl:
+        """A copy of ``impl`` whose failure is recorded against its plugin (or raised, named)."""
+        function = impl.function
+
+        def call(*args: Any) -> Any:
             try:
-                result = impl.function(*(kwargs[arg] for arg in impl.argnames))
-            except Exception as exc:
-                raise PluginHookError(impl.plugin_name, hook_name, exc) from exc
-            if result is not None:
-                return impl.plugin_name, result
-        return None, None
+                answer = function(*args)
+            except Exception as exc:  # recorded against the plugin, never fatal
+                if always_raise or self.strict:
+                    raise PluginHookError(impl.plugin_name, hook_name, exc) from exc
+                self.hook_failures.append(HookFailure(impl.plugin_name, hook_name, _describe(exc)))
+                return None
+            if answer is not None:
+                answered.append((impl.plugin_name, answer))
+            return answer
+
+        isolated = copy.copy(impl)
+        isolated.function = call  # type: ignore[misc]  # pluggy marks it Final
+        return isolated
 
     def distribution_of(self, plugin_name: str) -> str:
         record = self.record_for(plugin_name)
         return record.distribution if record else "?"
+
+
+def _is_wrapper(impl: HookImpl) -> bool:
+    return bool(impl.wrapper or impl.hookwrapper)
+
+
+def _outer_wrapper(impls: list[HookImpl]) -> str:
+    """The plugin of the outermost wrapper (pluggy calls the list from its end)."""
+    return next((i.plugin_name for i in reversed(impls) if _is_wrapper(i)), "?")
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _env_list(env: Mapping[str, str], key: str) -> list[str] | None:

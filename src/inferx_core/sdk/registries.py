@@ -2,75 +2,37 @@
 
 These wrap the raw hooks with the combination rules the specs promise, so
 the runner, the CLI and embedding code all ask the same questions the same
-way.
+way. What is built from registration hooks (engines, launchers, the fix
+catalogue) is built once per plugin manager and cached on it; registering or
+unregistering a plugin resets the cache.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from inferx_core.errors import UserFacingError
 from inferx_core.sdk.engine import EngineInfo
 from inferx_core.sdk.fixes import DuplicateFixError, Fix, ordered
 from inferx_core.sdk.launcher import LauncherInfo
 from inferx_core.sdk.manager import InferxPluginManager
+from inferx_core.sdk.names import (
+    EngineConflictError,
+    EngineNotFoundError,
+    EngineRegistry,
+    LauncherConflictError,
+    NameRegistry,
+    Registered,
+)
 from inferx_core.sdk.platform import Platform, PlatformNote, merge_platforms
 
-
-class EngineNotFoundError(UserFacingError, LookupError):
-    pass
-
-
-class EngineConflictError(UserFacingError):
-    pass
-
-
-@dataclass(frozen=True)
-class EngineEntry:
-    info: EngineInfo
-    plugin: str
-    distribution: str
-
-
-@dataclass
-class EngineRegistry:
-    engines: dict[str, EngineEntry] = field(default_factory=dict)
-    conflicts: dict[str, list[EngineEntry]] = field(default_factory=dict)
-
-    def get(self, name: str) -> EngineEntry:
-        if name in self.conflicts:
-            owners = " and ".join(
-                f"{e.distribution} (plugin {e.plugin!r})" for e in self.conflicts[name]
-            )
-            raise EngineConflictError(
-                f"engine {name!r} is claimed by {owners}; uninstall one or block it with "
-                "INFERX_DISABLE_PLUGINS=<plugin>"
-            )
-        if name not in self.engines:
-            known = ", ".join(sorted(self.engines)) or "none (install an engine plugin)"
-            raise EngineNotFoundError(
-                f"no plugin provides engine {name!r}; known engines: {known}. "
-                f"Install its plugin, e.g. `pip install inferx-{name}`"
-            )
-        return self.engines[name]
+#: An engine as the registry keeps it: ``info``, ``plugin``, ``distribution``.
+EngineEntry = Registered[EngineInfo]
 
 
 def engine_registry(pm: InferxPluginManager) -> EngineRegistry:
-    """All engines by name; a name claimed by two distributions becomes a conflict."""
-    registry = EngineRegistry()
-    for plugin, infos in pm.call_each("inferx_register_engines"):
-        for info in infos:
-            entry = EngineEntry(info, plugin, pm.distribution_of(plugin))
-            if info.name in registry.conflicts:
-                registry.conflicts[info.name].append(entry)
-                continue
-            existing = registry.engines.get(info.name)
-            if existing is None:
-                registry.engines[info.name] = entry
-            elif existing.distribution != entry.distribution:
-                registry.conflicts[info.name] = [registry.engines.pop(info.name), entry]
-            # same distribution twice: keep the first
-    return registry
+    """All engines by name; a name claimed by two distributions becomes a conflict.
+
+    Built once per plugin manager (again after a plugin is registered).
+    """
+    return pm.engine_registry()
 
 
 def detect_platform(pm: InferxPluginManager) -> Platform:
@@ -86,7 +48,11 @@ def detect_platform(pm: InferxPluginManager) -> Platform:
 
 
 def fix_catalogue(pm: InferxPluginManager) -> list[tuple[str, Fix]]:
-    """Every fix offered, with the plugin that offers it, in application order."""
+    """Every fix offered, with the plugin that offers it, in application order (built once)."""
+    return list(pm.cached("fixes", lambda: _fix_catalogue(pm)))
+
+
+def _fix_catalogue(pm: InferxPluginManager) -> tuple[tuple[str, Fix], ...]:
     owner: dict[str, str] = {}
     fixes: list[Fix] = []
     for plugin, offered in pm.call_each("inferx_container_fixes"):
@@ -98,18 +64,46 @@ def fix_catalogue(pm: InferxPluginManager) -> list[tuple[str, Fix]]:
                 )
             owner.setdefault(fix.id, plugin)
             fixes.append(fix)
-    return [(owner[f.id], f) for f in ordered(fixes)]
+    return tuple((owner[f.id], f) for f in ordered(fixes))
+
+
+def launcher_registry(pm: InferxPluginManager) -> NameRegistry[LauncherInfo]:
+    """Launchers by name; a name registered by two plugins is a conflict (built once)."""
+
+    def build() -> NameRegistry[LauncherInfo]:
+        registry = _LauncherRegistry("launcher", "plugin")
+        registry.add_all(
+            (plugin, pm.distribution_of(plugin), infos)
+            for plugin, infos in pm.call_each("inferx_launchers")
+        )
+        return registry
+
+    return pm.cached("launchers", build)
 
 
 def launchers(pm: InferxPluginManager) -> dict[str, tuple[str, LauncherInfo]]:
     """Launchers by name with their plugin; a name registered twice is an error naming both."""
-    found: dict[str, tuple[str, LauncherInfo]] = {}
-    for plugin, infos in pm.call_each("inferx_launchers"):
-        for info in infos:
-            if info.name in found and found[info.name][0] != plugin:
-                raise EngineConflictError(
-                    f"launcher {info.name!r} is registered by both {found[info.name][0]!r} "
-                    f"and {plugin!r}"
-                )
-            found.setdefault(info.name, (plugin, info))
-    return found
+    registry = launcher_registry(pm)
+    for name in registry.conflicts:
+        raise registry.conflict_error(name)
+    return {name: (e.plugin, e.info) for name, e in registry.entries.items()}
+
+
+class _LauncherRegistry(NameRegistry[LauncherInfo]):
+    def conflict_error(self, name: str) -> LauncherConflictError:
+        plugins = " and ".join(repr(e.plugin) for e in self.conflicts[name])
+        return LauncherConflictError(f"launcher {name!r} is registered by both {plugins}")
+
+
+__all__ = [
+    "EngineConflictError",
+    "EngineEntry",
+    "EngineNotFoundError",
+    "EngineRegistry",
+    "LauncherConflictError",
+    "detect_platform",
+    "engine_registry",
+    "fix_catalogue",
+    "launcher_registry",
+    "launchers",
+]

@@ -10,8 +10,7 @@ Point `base_url` at your own deployment instead.
 
 from __future__ import annotations
 
-from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
-from inferx_core.pipeline.point import run_bench
+from inferx_core import SLO, BenchConfig, LoadProfile, Workload, run_bench
 from inferx_core.testing import ServerProcess
 
 

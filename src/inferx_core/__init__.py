@@ -1,8 +1,13 @@
 """InferX core: hook specs, plugin manager and a hardware-agnostic benchmark loop.
 
+This namespace is the public SDK: everything a plugin (or a plugin's tests)
+needs is importable from ``inferx_core`` itself, and the shipped plugins use
+nothing else (tests/test_public_api.py). The modules behind it may move
+between releases; these names stay. docs/writing-a-plugin.md lists them.
+
 Importing this package is cheap on purpose: the CLI's ``--version`` and
 ``--help`` must answer without pydantic, engines or vendor libraries. The
-public types are resolved lazily on first attribute access.
+public names are resolved lazily on first attribute access.
 """
 
 from __future__ import annotations
@@ -15,52 +20,180 @@ from inferx_core.sdk.markers import PROJECT_NAME, hookimpl, hookspec
 
 _compat.install()
 
-_LAZY_EXPORTS = {
-    "Accelerator": "inferx_core.sdk.platform",
-    "HostInfo": "inferx_core.sdk.platform",
-    "Platform": "inferx_core.sdk.platform",
-    "LaunchSpec": "inferx_core.sdk.launch_spec",
-    "Mount": "inferx_core.sdk.launch_spec",
-    "PreflightWait": "inferx_core.sdk.launch_spec",
-    "Fix": "inferx_core.sdk.fixes",
-    "FixContext": "inferx_core.sdk.fixes",
-    "FixVerdict": "inferx_core.sdk.fixes",
-    "ReadinessProbe": "inferx_core.sdk.probes",
-    "EngineMetricsMap": "inferx_core.sdk.probes",
-    "EngineInfo": "inferx_core.sdk.engine",
-    "Sampler": "inferx_core.sdk.sampler",
-    "SamplerUnavailable": "inferx_core.sdk.sampler",
-    "LauncherInfo": "inferx_core.sdk.launcher",
-    "ServerConfig": "inferx_core.config.models",
-    "RunConfig": "inferx_core.config.models",
-    "SweepConfig": "inferx_core.config.sweep",
-    "get_plugin_manager": "inferx_core.sdk.manager",
+#: module -> the public names it provides, imported on first use.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    # writing a plugin
+    "inferx_core.errors": ("UserFacingError",),
+    "inferx_core.config.models": (
+        "SLO",
+        "BenchConfig",
+        "LoadProfile",
+        "Parallelism",
+        "RunConfig",
+        "ServerConfig",
+        "Workload",
+    ),
+    "inferx_core.config.sweep": ("SweepConfig",),
+    "inferx_core.sdk.platform": ("Accelerator", "HostInfo", "Platform", "PlatformNote"),
+    # engines: what to start, when it is ready, what it exposes, multi-node roles
+    "inferx_core.sdk.engine": ("EngineInfo",),
+    "inferx_core.sdk.launch_spec": ("LaunchSpec", "Mount", "PreflightWait"),
+    "inferx_core.sdk.probes": ("EngineMetricsMap", "ReadinessProbe"),
+    "inferx_core.sdk.roles": ("RoleContext",),
+    "inferx_core.sdk.helpers": (
+        "PORT_WAIT_S",
+        "default_gpu_ids",
+        "options_error",
+        "plugin_options",
+        "port_free_wait",
+        "set_flag",
+        "tiny_completion_probe",
+    ),
+    # fixes
+    "inferx_core.sdk.fixes": (
+        "AppliedFix",
+        "DuplicateFixError",
+        "Fix",
+        "FixContext",
+        "FixDecision",
+        "FixVerdict",
+        "apply_fixes",
+    ),
+    "inferx_core.sdk.fix_helpers": ("checked_plugin_options",),
+    # telemetry: the sampler protocol and the vendor-neutral GPU sampler machinery
+    "inferx_core.sdk.sampler": ("Sampler", "SamplerUnavailable"),
+    "inferx_core.telemetry.device": (
+        "MIB",
+        "Device",
+        "DeviceReadError",
+        "DeviceSampler",
+        "Metric",
+        "Reader",
+    ),
+    # launchers and executors
+    "inferx_core.sdk.launcher": ("Launcher", "LauncherInfo", "ServerHandle"),
+    "inferx_core.launch.process": ("ProcessLauncher", "resolve_run_dir"),
+    "inferx_core.sdk.executor": (
+        "Executor",
+        "ExecutorError",
+        "ExecutorInfo",
+        "JobRef",
+        "JobStatus",
+        "Submission",
+    ),
+    "inferx_core.executors.jobs": (
+        "MANIFEST_NAME",
+        "job_root",
+        "manifest_data",
+        "new_job_dir",
+        "plan_units",
+        "secret_environment",
+    ),
+    "inferx_core.results.files": ("write_json_atomic",),
+    # the plugin manager and the questions the core asks it (for a plugin's tests)
+    "inferx_core.sdk.manager": (
+        "InferxPluginManager",
+        "PluginError",
+        "PluginHookError",
+        "get_plugin_manager",
+    ),
+    "inferx_core.sdk.names": (
+        "EngineConflictError",
+        "EngineNotFoundError",
+        "LauncherConflictError",
+    ),
+    "inferx_core.sdk.registries": (
+        "detect_platform",
+        "engine_registry",
+        "fix_catalogue",
+        "launchers",
+    ),
+    "inferx_core.launch.resolve": ("ResolvedLaunch", "resolve_launch"),
+    # embedding: benchmark a running server from Python (examples/embed_in_pipeline.py)
+    "inferx_core.pipeline.point": ("run_bench",),
 }
+_LAZY_EXPORTS = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
+    "MANIFEST_NAME",
+    "MIB",
+    "PORT_WAIT_S",
     "PROJECT_NAME",
+    "SLO",
     "Accelerator",
+    "AppliedFix",
+    "BenchConfig",
+    "Device",
+    "DeviceReadError",
+    "DeviceSampler",
+    "DuplicateFixError",
+    "EngineConflictError",
     "EngineInfo",
     "EngineMetricsMap",
+    "EngineNotFoundError",
+    "Executor",
+    "ExecutorError",
+    "ExecutorInfo",
     "Fix",
     "FixContext",
+    "FixDecision",
     "FixVerdict",
     "HostInfo",
+    "InferxPluginManager",
+    "JobRef",
+    "JobStatus",
     "LaunchSpec",
+    "Launcher",
+    "LauncherConflictError",
     "LauncherInfo",
+    "LoadProfile",
+    "Metric",
     "Mount",
+    "Parallelism",
     "Platform",
+    "PlatformNote",
+    "PluginError",
+    "PluginHookError",
     "PreflightWait",
+    "ProcessLauncher",
+    "Reader",
     "ReadinessProbe",
+    "ResolvedLaunch",
+    "RoleContext",
     "RunConfig",
     "Sampler",
     "SamplerUnavailable",
     "ServerConfig",
+    "ServerHandle",
+    "Submission",
     "SweepConfig",
+    "UserFacingError",
+    "Workload",
     "__version__",
+    "apply_fixes",
+    "checked_plugin_options",
+    "default_gpu_ids",
+    "detect_platform",
+    "engine_registry",
+    "fix_catalogue",
     "get_plugin_manager",
     "hookimpl",
     "hookspec",
+    "job_root",
+    "launchers",
+    "manifest_data",
+    "new_job_dir",
+    "options_error",
+    "plan_units",
+    "plugin_options",
+    "port_free_wait",
+    "resolve_launch",
+    "resolve_run_dir",
+    "run_bench",
+    "secret_environment",
+    "set_flag",
+    "tiny_completion_probe",
+    "write_json_atomic",
 ]
 
 
@@ -75,14 +208,90 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from inferx_core.config.models import RunConfig, ServerConfig
+    from inferx_core.config.models import (
+        SLO,
+        BenchConfig,
+        LoadProfile,
+        Parallelism,
+        RunConfig,
+        ServerConfig,
+        Workload,
+    )
     from inferx_core.config.sweep import SweepConfig
+    from inferx_core.errors import UserFacingError
+    from inferx_core.executors.jobs import (
+        MANIFEST_NAME,
+        job_root,
+        manifest_data,
+        new_job_dir,
+        plan_units,
+        secret_environment,
+    )
+    from inferx_core.launch.process import ProcessLauncher, resolve_run_dir
+    from inferx_core.launch.resolve import ResolvedLaunch, resolve_launch
+    from inferx_core.pipeline.point import run_bench
+    from inferx_core.results.files import write_json_atomic
     from inferx_core.sdk.engine import EngineInfo
-    from inferx_core.sdk.fixes import Fix, FixContext, FixVerdict
+    from inferx_core.sdk.executor import (
+        Executor,
+        ExecutorError,
+        ExecutorInfo,
+        JobRef,
+        JobStatus,
+        Submission,
+    )
+    from inferx_core.sdk.fix_helpers import checked_plugin_options
+    from inferx_core.sdk.fixes import (
+        AppliedFix,
+        DuplicateFixError,
+        Fix,
+        FixContext,
+        FixDecision,
+        FixVerdict,
+        apply_fixes,
+    )
+    from inferx_core.sdk.helpers import (
+        PORT_WAIT_S,
+        default_gpu_ids,
+        options_error,
+        plugin_options,
+        port_free_wait,
+        set_flag,
+        tiny_completion_probe,
+    )
     from inferx_core.sdk.launch_spec import LaunchSpec, Mount, PreflightWait
-    from inferx_core.sdk.launcher import LauncherInfo
-    from inferx_core.sdk.manager import get_plugin_manager
-    from inferx_core.sdk.platform import Accelerator, HostInfo, Platform
+    from inferx_core.sdk.launcher import Launcher, LauncherInfo, ServerHandle
+    from inferx_core.sdk.manager import (
+        InferxPluginManager,
+        PluginError,
+        PluginHookError,
+        get_plugin_manager,
+    )
+    from inferx_core.sdk.names import (
+        EngineConflictError,
+        EngineNotFoundError,
+        LauncherConflictError,
+    )
+    from inferx_core.sdk.platform import Accelerator, HostInfo, Platform, PlatformNote
     from inferx_core.sdk.probes import EngineMetricsMap, ReadinessProbe
+    from inferx_core.sdk.registries import (
+        detect_platform,
+        engine_registry,
+        fix_catalogue,
+        launchers,
+    )
+    from inferx_core.sdk.roles import RoleContext
     from inferx_core.sdk.sampler import Sampler, SamplerUnavailable
+    from inferx_core.telemetry.device import (
+        MIB,
+        Device,
+        DeviceReadError,
+        DeviceSampler,
+        Metric,
+        Reader,
+    )

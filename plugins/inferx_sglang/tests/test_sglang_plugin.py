@@ -32,6 +32,11 @@ def argv(**kw: Any) -> list[str]:
     return plugin.build_argv(server(**kw))
 
 
+def engines_pm() -> Any:
+    """The three engine plugins as installed: the core asks each engine's owner only."""
+    return get_plugin_manager(env={"INFERX_PLUGINS": "vllm,sglang,trtllm"})
+
+
 def test_registered_through_entry_point() -> None:
     pm = get_plugin_manager(env={"INFERX_PLUGINS": "sglang"})
     entry = engine_registry(pm).get("sglang")
@@ -196,7 +201,11 @@ def test_launch_spec() -> None:
         server=server(image="lmsysorg/sglang:v0.5.4", launcher="docker"), platform=node
     )
     assert docker.ipc_host and docker.shm_size == "32g"
-    assert plugin.inferx_engine_launch_spec(server=server(engine="vllm"), platform=node) is None
+    # Another engine's server never reaches this plugin.
+    owner, other = engines_pm().call_first(
+        "inferx_engine_launch_spec", server=server(engine="vllm"), platform=node
+    )
+    assert owner == "vllm" and other.engine == "vllm"
 
 
 def test_readiness_probes() -> None:
@@ -212,7 +221,10 @@ def test_readiness_probes() -> None:
         "prompt": "Hello",
         "max_tokens": 1,
     }
-    assert plugin.inferx_engine_readiness(server=server(engine="vllm"), spec=None) is None
+    owner, _ = engines_pm().call_first(
+        "inferx_engine_readiness", server=server(engine="vllm"), spec=None
+    )
+    assert owner == "vllm"
 
 
 def test_metrics_names() -> None:
@@ -224,7 +236,8 @@ def test_metrics_names() -> None:
         "sglang:num_queue_reqs",
     )
     assert m.kv_cache_usage_scale == 1.0 and m.extra["gen_throughput"] == "sglang:gen_throughput"
-    assert plugin.inferx_engine_metrics(server=server(engine="trtllm")) is None
+    owner, other = engines_pm().call_first("inferx_engine_metrics", server=server(engine="trtllm"))
+    assert owner == "trtllm" and other.path == "/prometheus/metrics"
 
 
 def test_metrics_map_reads_an_sglang_scrape() -> None:

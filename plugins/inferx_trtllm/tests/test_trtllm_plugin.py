@@ -289,7 +289,10 @@ def test_readiness_probes() -> None:
     probes = plugin.inferx_engine_readiness(server=server(), spec=None)
     assert [(p.method, p.path) for p in probes] == [("GET", "/health"), ("POST", "/v1/completions")]
     assert probes[1].json_body["max_tokens"] == 1
-    assert plugin.inferx_engine_readiness(server=server(engine="vllm"), spec=None) is None
+    # A vLLM server never reaches this plugin: the core asks the engine's owner only.
+    pm = get_plugin_manager(env={"INFERX_PLUGINS": "vllm,trtllm"})
+    owner, _ = pm.call_first("inferx_engine_readiness", server=server(engine="vllm"), spec=None)
+    assert owner == "vllm"
 
 
 def test_metrics_names_and_a_scrape() -> None:

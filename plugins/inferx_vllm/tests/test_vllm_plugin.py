@@ -102,10 +102,14 @@ def test_cpu_build_uses_module_entry_and_no_gpu_memory_flag() -> None:
 
 
 def test_other_engines_are_not_answered() -> None:
+    # The core asks an engine hook of the engine's own plugin only, so this plugin
+    # needs no "is this my engine?" check and never answers for SGLang.
+    pm = get_plugin_manager(env={"INFERX_PLUGINS": "vllm,sglang"})
     server = ServerConfig(engine="sglang", model="m", port=1)
-    assert plugin.inferx_engine_launch_spec(server=server, platform=CPU) is None
-    assert plugin.inferx_engine_readiness(server=server, spec=None) is None
-    assert plugin.inferx_engine_metrics(server=server) is None
+    owner, spec = pm.call_first("inferx_engine_launch_spec", server=server, platform=CPU)
+    assert owner == "sglang" and spec.engine == "sglang"
+    assert pm.call_first("inferx_engine_readiness", server=server, spec=spec)[0] == "sglang"
+    assert pm.call_first("inferx_engine_metrics", server=server)[0] == "sglang"
 
 
 def test_readiness_and_metrics_map() -> None:

@@ -11,16 +11,18 @@ from __future__ import annotations
 import glob
 
 from inferx_core import (
+    Accelerator,
     EngineInfo,
     Fix,
     FixContext,
     FixVerdict,
     LaunchSpec,
+    Platform,
+    PlatformNote,
     ReadinessProbe,
+    ServerConfig,
     hookimpl,
 )
-from inferx_core.config.models import ServerConfig
-from inferx_core.sdk.platform import Accelerator, Platform, PlatformNote
 
 ENGINE = "example-tpu"
 
@@ -58,9 +60,7 @@ def inferx_register_engines() -> list[EngineInfo]:
 
 
 @hookimpl
-def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec | None:
-    if server.engine != ENGINE:
-        return None
+def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
     argv = [
         *(server.executable or ["python3", "-m", "example_tpu_server"]),
         "--model",
@@ -81,9 +81,7 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
 
 
 @hookimpl
-def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe] | None:
-    if server.engine != ENGINE:
-        return None
+def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe]:
     return [ReadinessProbe(name="health", path="/health")]
 
 

@@ -10,10 +10,14 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from inferx_core.sdk.fix_helpers import checked_plugin_options
-from inferx_core.sdk.fixes import FixContext, FixVerdict
-from inferx_core.sdk.launch_spec import LaunchSpec, PreflightWait
-from inferx_core.sdk.platform import Accelerator
+from inferx_core import (
+    Accelerator,
+    FixContext,
+    FixVerdict,
+    LaunchSpec,
+    PreflightWait,
+    checked_plugin_options,
+)
 from inferx_rocm.smi import bare_arch
 
 PLUGIN_OPTIONS_KEY = "rocm"

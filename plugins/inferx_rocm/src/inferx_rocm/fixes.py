@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from inferx_core.sdk.fixes import Fix, FixContext, FixVerdict
-from inferx_core.sdk.launch_spec import LaunchSpec
+from inferx_core import Fix, FixContext, FixVerdict, LaunchSpec
 from inferx_rocm.fix_rules import (
     AITER_ARCHS,
     CHUNKED_PREFILL_CAP,

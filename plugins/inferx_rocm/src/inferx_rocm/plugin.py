@@ -8,10 +8,7 @@ core and the engine plugins know none of it.
 
 from __future__ import annotations
 
-from inferx_core import hookimpl
-from inferx_core.sdk.fixes import Fix
-from inferx_core.sdk.platform import Platform
-from inferx_core.sdk.sampler import Sampler
+from inferx_core import Fix, Platform, Sampler, hookimpl
 from inferx_rocm.fixes import catalogue
 from inferx_rocm.sampler import AmdSmiSampler
 from inferx_rocm.smi import SOURCE, bare_arch, detect_amd, load_amdsmi

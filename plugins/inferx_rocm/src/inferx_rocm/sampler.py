@@ -37,14 +37,14 @@ from collections.abc import Callable, Container, Iterable
 from types import ModuleType
 from typing import Any
 
-from inferx_core.sdk.sampler import SamplerUnavailable
-from inferx_core.telemetry.device import (
+from inferx_core import (
     MIB,
     Device,
     DeviceReadError,
     DeviceSampler,
     Metric,
     Reader,
+    SamplerUnavailable,
 )
 from inferx_rocm import smi as smi_lib
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from inferx_core.sdk.platform import Accelerator, Platform, PlatformNote
+from inferx_core import Accelerator, Platform, PlatformNote
 
 SOURCE = "rocm"
 MIB = 1024 * 1024

@@ -36,19 +36,17 @@ from inferx_core import (
     EngineInfo,
     EngineMetricsMap,
     LaunchSpec,
+    Platform,
     ReadinessProbe,
-    hookimpl,
-)
-from inferx_core.config.models import ServerConfig
-from inferx_core.errors import UserFacingError
-from inferx_core.sdk.helpers import (
+    ServerConfig,
+    UserFacingError,
     default_gpu_ids,
+    hookimpl,
     plugin_options,
     port_free_wait,
     set_flag,
     tiny_completion_probe,
 )
-from inferx_core.sdk.platform import Platform
 from inferx_sglang.roles import inferx_engine_role_spec  # noqa: F401  (registered via this module)
 
 ENGINE = "sglang"
@@ -179,9 +177,7 @@ def build_argv(server: ServerConfig) -> list[str]:
 
 
 @hookimpl
-def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec | None:
-    if server.engine != ENGINE:
-        return None
+def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
     assert server.port is not None
     return LaunchSpec(
         engine=ENGINE,
@@ -199,9 +195,7 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
 
 
 @hookimpl
-def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe] | None:
-    if server.engine != ENGINE:
-        return None
+def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe]:
     return [
         # 200 once the tokenizer manager and schedulers are up (after SGLang's own warmup).
         ReadinessProbe(name="health", path="/health"),
@@ -214,10 +208,8 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
 
 
 @hookimpl
-def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap | None:
+def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
     """SGLang's Prometheus names (``--enable-metrics``), one series per DP rank."""
-    if server.engine != ENGINE:
-        return None
     return EngineMetricsMap(
         kv_cache_usage="sglang:token_usage",  # 0..1 fraction of KV slots in use
         requests_running="sglang:num_running_reqs",

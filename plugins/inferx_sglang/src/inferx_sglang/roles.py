@@ -41,10 +41,15 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inferx_core import LaunchSpec, Platform, ServerConfig, hookimpl
-from inferx_core.errors import UserFacingError
-from inferx_core.sdk.helpers import plugin_options
-from inferx_core.sdk.roles import RoleContext
+from inferx_core import (
+    LaunchSpec,
+    Platform,
+    RoleContext,
+    ServerConfig,
+    UserFacingError,
+    hookimpl,
+    plugin_options,
+)
 
 PLUGIN_OPTIONS_KEY = "sglang"  # the plugin's own key (inferx_sglang.plugin.PLUGIN_OPTIONS_KEY)
 DEFAULT_ROUTER = ("python3", "-m", "sglang_router.launch_router")

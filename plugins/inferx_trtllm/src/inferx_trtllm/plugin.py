@@ -42,19 +42,17 @@ from inferx_core import (
     EngineInfo,
     EngineMetricsMap,
     LaunchSpec,
+    Platform,
     ReadinessProbe,
-    hookimpl,
-)
-from inferx_core.config.models import ServerConfig
-from inferx_core.errors import UserFacingError
-from inferx_core.sdk.helpers import (
+    ServerConfig,
+    UserFacingError,
     default_gpu_ids,
+    hookimpl,
     plugin_options,
     port_free_wait,
     set_flag,
     tiny_completion_probe,
 )
-from inferx_core.sdk.platform import Platform
 
 ENGINE = "trtllm"
 DEFAULT_EXECUTABLE = ("trtllm-serve",)
@@ -278,9 +276,7 @@ def build_argv(server: ServerConfig, opts: TrtllmOptions | None = None) -> list[
 
 
 @hookimpl
-def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec | None:
-    if server.engine != ENGINE:
-        return None
+def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
     assert server.port is not None
     opts = options(server)
     warnings = []
@@ -309,9 +305,7 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
 
 
 @hookimpl
-def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe] | None:
-    if server.engine != ENGINE:
-        return None
+def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe]:
     return [
         # 200 once the executor is up (503 "LLM is unavailable" while it is not).
         ReadinessProbe(name="health", path="/health"),
@@ -330,8 +324,6 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap | None:
     recent enough to export them: older releases have the request histograms
     only, and the missing families are recorded as null.
     """
-    if server.engine != ENGINE:
-        return None
     if not options(server).prometheus_metrics:
         return None
     return EngineMetricsMap(

@@ -12,12 +12,14 @@ from inferx_core import (
     EngineInfo,
     EngineMetricsMap,
     LaunchSpec,
+    Platform,
     ReadinessProbe,
+    ServerConfig,
+    default_gpu_ids,
     hookimpl,
+    port_free_wait,
+    tiny_completion_probe,
 )
-from inferx_core.config.models import ServerConfig
-from inferx_core.sdk.helpers import default_gpu_ids, port_free_wait, tiny_completion_probe
-from inferx_core.sdk.platform import Platform
 from inferx_vllm.roles import inferx_engine_role_spec  # noqa: F401  (registered via this module)
 
 ENGINE = "vllm"
@@ -106,9 +108,7 @@ def build_argv(server: ServerConfig, platform: Platform) -> list[str]:
 
 
 @hookimpl
-def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec | None:
-    if server.engine != ENGINE:
-        return None
+def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
     assert server.port is not None
     return LaunchSpec(
         engine=ENGINE,
@@ -126,9 +126,7 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
 
 
 @hookimpl
-def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe] | None:
-    if server.engine != ENGINE:
-        return None
+def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe]:
     return [
         ReadinessProbe(name="health", path="/health"),
         ReadinessProbe(
@@ -139,9 +137,7 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
 
 
 @hookimpl
-def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap | None:
-    if server.engine != ENGINE:
-        return None
+def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
     return EngineMetricsMap(
         kv_cache_usage="vllm:kv_cache_usage_perc",  # a 0..1 fraction despite the name
         requests_running="vllm:num_requests_running",

@@ -54,11 +54,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inferx_core import LaunchSpec, Platform, ServerConfig, hookimpl
-from inferx_core.config.models import Parallelism
-from inferx_core.errors import UserFacingError
-from inferx_core.sdk.helpers import plugin_options
-from inferx_core.sdk.roles import RoleContext
+from inferx_core import (
+    LaunchSpec,
+    Parallelism,
+    Platform,
+    RoleContext,
+    ServerConfig,
+    UserFacingError,
+    hookimpl,
+    plugin_options,
+)
 
 PLUGIN_OPTIONS_KEY = "vllm"
 DEFAULT_ROUTER = ("vllm-router",)

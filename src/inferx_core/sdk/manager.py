@@ -340,49 +340,55 @@ def get_plugin_manager(
     env = os.environ if env is None else env
     pm = InferxPluginManager()
     pm.strict = env.get("INFERX_STRICT_PLUGINS", "").strip().lower() not in ("", "0", "false", "no")
-    allow = _env_list(env, "INFERX_PLUGINS")
-    block = set(_env_list(env, "INFERX_DISABLE_PLUGINS") or [])
-
     if builtins:
-        for name, module_name in BUILTIN_PLUGINS:
-            record = PluginRecord(
-                name=f"inferx.{name}",
-                distribution=CORE_DISTRIBUTION,
-                version=__version__,
-                builtin=True,
-                entry_point=module_name,
-            )
-            pm.load_plugin(importlib.import_module(module_name), record)
-
+        _load_builtins(pm)
     if load_entry_points:
+        allow = _env_list(env, "INFERX_PLUGINS")
+        block = set(_env_list(env, "INFERX_DISABLE_PLUGINS") or [])
         for ep in iter_entry_points():
-            dist, version = _dist_of(ep)
-            record = PluginRecord(
-                name=ep.name, distribution=dist, version=version, entry_point=ep.value
-            )
-            if (allow is not None and ep.name not in allow) or ep.name in block:
-                record.status = "disabled"
-                why = "INFERX_DISABLE_PLUGINS" if ep.name in block else "INFERX_PLUGINS"
-                record.error = f"not loaded ({why})"
-                pm.records.append(record)
-                continue
-            if pm.get_plugin(ep.name) is not None:
-                other = pm.record_for(ep.name)
-                pm.records.append(record)
-                pm._fail(
-                    record,
-                    f"entry point name {ep.name!r} is already used by "
-                    f"{other.distribution if other else '?'}; rename one of them",
-                )
-                continue
-            try:
-                obj = ep.load()
-            except Exception as exc:  # reported by name, never fatal
-                pm.records.append(record)
-                pm._fail(record, f"import failed: {type(exc).__name__}: {exc}")
-                continue
-            pm.load_plugin(obj, record)
-
+            _load_entry_point(pm, ep, allow, block)
     for name, obj in extra_plugins:
         pm.load_plugin(obj, PluginRecord(name=name, distribution="(in-process)", version="-"))
     return pm
+
+
+def _load_builtins(pm: InferxPluginManager) -> None:
+    for name, module_name in BUILTIN_PLUGINS:
+        record = PluginRecord(
+            name=f"inferx.{name}",
+            distribution=CORE_DISTRIBUTION,
+            version=__version__,
+            builtin=True,
+            entry_point=module_name,
+        )
+        pm.load_plugin(importlib.import_module(module_name), record)
+
+
+def _load_entry_point(
+    pm: InferxPluginManager, ep: metadata.EntryPoint, allow: list[str] | None, block: set[str]
+) -> None:
+    """Filter, import and register one entry point; every problem lands in its record."""
+    dist, version = _dist_of(ep)
+    record = PluginRecord(name=ep.name, distribution=dist, version=version, entry_point=ep.value)
+    if (allow is not None and ep.name not in allow) or ep.name in block:
+        record.status = "disabled"
+        why = "INFERX_DISABLE_PLUGINS" if ep.name in block else "INFERX_PLUGINS"
+        record.error = f"not loaded ({why})"
+        pm.records.append(record)
+        return
+    if pm.get_plugin(ep.name) is not None:
+        other = pm.record_for(ep.name)
+        pm.records.append(record)
+        pm._fail(
+            record,
+            f"entry point name {ep.name!r} is already used by "
+            f"{other.distribution if other else '?'}; rename one of them",
+        )
+        return
+    try:
+        obj = ep.load()
+    except Exception as exc:  # reported by name, never fatal
+        pm.records.append(record)
+        pm._fail(record, f"import failed: {_describe(exc)}")
+        return
+    pm.load_plugin(obj, record)

@@ -17,6 +17,7 @@ from typing import Generic, Literal, Protocol, TypeVar
 
 from inferx_core.errors import UserFacingError
 from inferx_core.sdk.engine import EngineInfo
+from inferx_core.sdk.launcher import LauncherInfo
 
 
 class Named(Protocol):
@@ -137,3 +138,14 @@ class EngineRegistry(NameRegistry[EngineInfo]):
             f"no plugin provides engine {name!r}; known engines: {known}. "
             f"Install its plugin, e.g. `pip install inferx-{name}`"
         )
+
+
+class LauncherRegistry(NameRegistry[LauncherInfo]):
+    """Launchers by name; a name offered by two *plugins* is a conflict."""
+
+    def __init__(self) -> None:
+        super().__init__("launcher", "plugin", {}, {})
+
+    def conflict_error(self, name: str) -> LauncherConflictError:
+        plugins = " and ".join(repr(e.plugin) for e in self.conflicts[name])
+        return LauncherConflictError(f"launcher {name!r} is registered by both {plugins}")

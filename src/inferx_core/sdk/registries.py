@@ -18,7 +18,7 @@ from inferx_core.sdk.names import (
     EngineNotFoundError,
     EngineRegistry,
     LauncherConflictError,
-    NameRegistry,
+    LauncherRegistry,
     Registered,
 )
 from inferx_core.sdk.platform import Platform, PlatformNote, merge_platforms
@@ -67,11 +67,11 @@ def _fix_catalogue(pm: InferxPluginManager) -> tuple[tuple[str, Fix], ...]:
     return tuple((owner[f.id], f) for f in ordered(fixes))
 
 
-def launcher_registry(pm: InferxPluginManager) -> NameRegistry[LauncherInfo]:
+def launcher_registry(pm: InferxPluginManager) -> LauncherRegistry:
     """Launchers by name; a name registered by two plugins is a conflict (built once)."""
 
-    def build() -> NameRegistry[LauncherInfo]:
-        registry = _LauncherRegistry("launcher", "plugin")
+    def build() -> LauncherRegistry:
+        registry = LauncherRegistry()
         registry.add_all(
             (plugin, pm.distribution_of(plugin), infos)
             for plugin, infos in pm.call_each("inferx_launchers")
@@ -84,15 +84,9 @@ def launcher_registry(pm: InferxPluginManager) -> NameRegistry[LauncherInfo]:
 def launchers(pm: InferxPluginManager) -> dict[str, tuple[str, LauncherInfo]]:
     """Launchers by name with their plugin; a name registered twice is an error naming both."""
     registry = launcher_registry(pm)
-    for name in registry.conflicts:
-        raise registry.conflict_error(name)
+    if registry.conflicts:
+        raise registry.conflict_error(next(iter(registry.conflicts)))
     return {name: (e.plugin, e.info) for name, e in registry.entries.items()}
-
-
-class _LauncherRegistry(NameRegistry[LauncherInfo]):
-    def conflict_error(self, name: str) -> LauncherConflictError:
-        plugins = " and ".join(repr(e.plugin) for e in self.conflicts[name])
-        return LauncherConflictError(f"launcher {name!r} is registered by both {plugins}")
 
 
 __all__ = [
@@ -101,6 +95,7 @@ __all__ = [
     "EngineNotFoundError",
     "EngineRegistry",
     "LauncherConflictError",
+    "LauncherRegistry",
     "detect_platform",
     "engine_registry",
     "fix_catalogue",

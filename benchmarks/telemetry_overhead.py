@@ -25,10 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the NVML fake lives with the tests
 
+from inferx_core.builtin.nvidia.sampler import NvmlSampler  # noqa: E402
 from inferx_core.sdk.probes import EngineMetricsMap  # noqa: E402
 from inferx_core.telemetry.engine_metrics import EngineMetricsSampler  # noqa: E402
 from inferx_core.telemetry.host import HostSampler  # noqa: E402
-from inferx_core.builtin.nvidia.sampler import NvmlSampler  # noqa: E402
 from inferx_core.telemetry.recorder import TelemetryRecorder  # noqa: E402
 
 METRICS_PAGE = (

@@ -19,12 +19,29 @@ def redact_processor(_logger: Any, _method: str, event_dict: dict[str, Any]) -> 
     return redact(event_dict)
 
 
+class _CurrentStderr:
+    """Whatever ``sys.stderr`` is when a line is written, not when logging was set up.
+
+    An embedding program (or pytest's capture) may replace sys.stderr later;
+    a stream bound at set-up would then be a closed file.
+    """
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
 def configure_logging(
     fmt: LogFormat = "console", level: str = "info", stream: TextIO | None = None
 ) -> None:
     import structlog
 
-    stream = stream or sys.stderr
+    stream = stream or _CurrentStderr()  # type: ignore[assignment]
     renderer: Any = (
         structlog.processors.JSONRenderer()
         if fmt == "json"

@@ -30,7 +30,7 @@ import math
 import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from time import perf_counter_ns
+from time import perf_counter_ns, time_ns
 from typing import Literal
 
 from inferx_core.load.client import ConnectionPool, send_streaming_request
@@ -92,12 +92,21 @@ class ScheduleResult:
     warmup_records: list[RequestRecord] = field(default_factory=list)
     window_start_ns: int = 0  # first measured dispatch
     window_end_ns: int = 0  # last measured completion
+    # time.time_ns() - perf_counter_ns() read at the window start: maps the load
+    # clock onto the wall clock (InferenceX's power window is in unix seconds).
+    unix_offset_ns: int = 0
     stopped_by_duration: bool = False  # the duration cut dispatch while requests were left
     cancelled: bool = False
 
     @property
     def window_s(self) -> float:
         return max(self.window_end_ns - self.window_start_ns, 0) / 1e9
+
+    def unix_s(self, perf_ns: int) -> float | None:
+        """A load-clock instant in unix seconds; None before the window opened."""
+        if not self.window_start_ns:
+            return None
+        return (perf_ns + self.unix_offset_ns) / 1e9
 
 
 def arrival_intervals(
@@ -225,6 +234,7 @@ class LoadScheduler:
         rec = req.record
         if measured and not self.result.window_start_ns:
             self.result.window_start_ns = perf_counter_ns()
+            self.result.unix_offset_ns = time_ns() - self.result.window_start_ns
         out.append(rec)
         cfg = self.config
         task = asyncio.current_task()

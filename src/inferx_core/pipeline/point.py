@@ -208,6 +208,8 @@ def _offered(drive: _Drive, point: LoadPoint, load: LoadProfile, n_measured: int
         "in_flight_finished_after_stop": result.stopped_by_duration,
         "warmup_requests": len(result.warmup_records),
         "warmup_failed": sum(1 for r in result.warmup_records if not r.ok),
+        "benchmark_start_time_unix": result.unix_s(result.window_start_ns),
+        "benchmark_end_time_unix": result.unix_s(result.window_end_ns),
     }
 
 

@@ -20,6 +20,8 @@ OFFERED_KEYS: tuple[str, ...] = (
     "in_flight_finished_after_stop",
     "warmup_requests",
     "warmup_failed",
+    "benchmark_start_time_unix",
+    "benchmark_end_time_unix",
 )
 TARGET_KEYS: tuple[str, ...] = ("backend", "base_url", "model_id")
 PROVENANCE_KEYS: tuple[str, ...] = (

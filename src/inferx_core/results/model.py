@@ -100,6 +100,10 @@ class LoadSection(RequestCounts):
     in_flight_finished_after_stop: bool = False
     warmup_requests: int = 0
     warmup_failed: int = 0
+    # The measured window on the wall clock (InferenceX's names): what power
+    # telemetry recorded elsewhere is integrated over.
+    benchmark_start_time_unix: float | None = None
+    benchmark_end_time_unix: float | None = None
     slo: dict[str, float] = Field(default_factory=dict)
 
 

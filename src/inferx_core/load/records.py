@@ -35,6 +35,9 @@ class RequestRecord:
     prompt_tokens: int  # the prompt's measured token count (workload side)
     max_tokens: int  # output length requested
     send_ns: int = 0
+    # Open loop: when the arrival process made the request due (send_ns minus
+    # this is the client's queueing and dispatch lateness); None in a closed loop.
+    scheduled_ns: int | None = None
     chunk_ns: list[int] = field(default_factory=list)
     # Tokens carried by each content chunk when the server says so (e.g. from
     # per-chunk usage); None when unknown.

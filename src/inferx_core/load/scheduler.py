@@ -311,6 +311,7 @@ class LoadScheduler:
                 t_next += next(gaps)
             first = False
             delay = t_next - loop.time()
+            due_ns = perf_counter_ns() + int(delay * 1e9)  # the arrival on the load clock
             if await self._ended_before_arrival(delay, it):
                 break
             if delay > 0:
@@ -322,6 +323,7 @@ class LoadScheduler:
                 if sem is not None:
                     sem.release()
                 break
+            req.record.scheduled_ns = due_ns
             task = asyncio.create_task(self._open_send(req, out, sem))
             tasks.add(task)
             task.add_done_callback(tasks.discard)

@@ -54,33 +54,37 @@ class ErrorSample(_Section):
 
 
 class RequestCounts(_Section):
-    """How many requests and tokens the measured window holds (warmup excluded)."""
+    """How many requests and tokens the measured window holds (warmup excluded).
 
-    duration: float
-    completed: int
-    failed: int
-    total_requests: int
-    warmup_excluded: int
-    total_input_tokens: int
-    total_output_tokens: int
+    InferX's own results fill every field; None only in a result imported from
+    a tool that does not report the figure (its null reason says so).
+    """
+
+    duration: float | None
+    completed: int | None
+    failed: int | None
+    total_requests: int | None
+    warmup_excluded: int | None
+    total_input_tokens: int | None
+    total_output_tokens: int | None
     total_input_tokens_server: int | None = None
-    output_tokens_estimated: bool
-    output_tokens_estimated_requests: int
+    output_tokens_estimated: bool | None
+    output_tokens_estimated_requests: int | None
     output_token_sources: dict[str, int]
-    max_concurrent_requests: int
+    max_concurrent_requests: int | None
     failed_by_kind: dict[str, int]
     error_samples: list[ErrorSample]
-    no_successful_requests: bool
+    no_successful_requests: bool | None
 
 
 class ThroughputStats(_Section):
     """Rates over the measured window, per GPU where the GPU count is known, and goodput."""
 
-    request_throughput: float
+    request_throughput: float | None
     request_goodput: float | None = None
-    output_throughput: float
-    total_token_throughput: float
-    max_output_tokens_per_s: float
+    output_throughput: float | None
+    total_token_throughput: float | None
+    max_output_tokens_per_s: float | None
     goodput_slos: dict[str, float] | None = None
     good_completed: int | None = None
     output_goodput: float | None = None

@@ -34,4 +34,5 @@ PROVENANCE_KEYS: tuple[str, ...] = (
     "preflight",
     "readiness",
     "engine_log_tail",
+    "imported_from",
 )

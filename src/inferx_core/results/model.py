@@ -113,6 +113,16 @@ class EngineProvenance(_Section):
     version: str | None = None
 
 
+class ImportedFrom(_Section):
+    """A result another tool produced, read by ``inferx import``."""
+
+    tool: Literal["vllm bench serve", "InferenceX aggregate"]
+    path: str
+    sha256: str
+    # Figures the file does not report; they are None in this result.
+    unknown: list[str] = Field(default_factory=list)
+
+
 class Provenance(_Section):
     """Where the numbers come from: versions, target, engine, platform, config, launch."""
 
@@ -129,6 +139,7 @@ class Provenance(_Section):
     preflight: list[Any] | None = None
     readiness: dict[str, Any] | None = None
     engine_log_tail: Any = None
+    imported_from: ImportedFrom | None = None
     # Fields of a migrated schema-1 file that no section knows; kept, not lost.
     extra: dict[str, Any] = Field(default_factory=dict)
 
@@ -280,7 +291,7 @@ def flat_view(result: PointResultBase) -> dict[str, Any]:
         out.update(result.telemetry.flat())
     for key in PROVENANCE_KEYS:
         value = getattr(prov, key)
-        if key == "engine" and value is not None:
+        if key in ("engine", "imported_from") and value is not None:
             value = value.model_dump(mode="json")
         if value is not None or key in ("fixes_applied", "fix_decisions"):
             out[key] = value

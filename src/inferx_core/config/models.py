@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from inferx_core.config.base import StrictModel
+from inferx_core.config.evals import EvalsConfig
 
 RangeSemantics = Literal["inferencex", "vllm", "sglang", "fixed"]
 ApiKind = Literal["completions", "chat"]
@@ -215,6 +216,7 @@ class RunConfig(ServerConfig):
     load: LoadProfile = Field(default_factory=LoadProfile)
     slo: SLO = Field(default_factory=SLO)
     cost: HardwareCost = Field(default_factory=HardwareCost)
+    evals: EvalsConfig | None = Field(default=None, description="Accuracy evals (issue 17)")
     output_dir: Path = Path("results")
 
     def server(self) -> ServerConfig:

@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from inferx_core.evals.model import AccuracySection
 from inferx_core.metrics.model import LatencyStats, PointMetrics, RequestCounts, ThroughputStats
 from inferx_core.results.flat import (
     FLAT_SCHEMA_VERSION,
@@ -154,6 +155,7 @@ class PointResultBase(_Section):
     latency: LatencyStats | None = None
     throughput: ThroughputStats | None = None
     telemetry: TelemetrySection | None = None
+    accuracy: AccuracySection | None = None  # evals run on this point's server (issue 17)
     provenance: Provenance
     null_reasons: dict[str, str] = Field(default_factory=dict)
 

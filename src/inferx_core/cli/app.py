@@ -215,6 +215,7 @@ _EXTRA_COMMAND_MODULES: tuple[str, ...] = (
     "inferx_core.cli.run",
     "inferx_core.cli.report",
     "inferx_core.cli.fixes",
+    "inferx_core.cli.interop",
 )
 
 

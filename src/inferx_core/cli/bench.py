@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from inferx_core.cli.interop import add_export_arguments, point_exporter, print_export_report
 
 if TYPE_CHECKING:
     from inferx_core.config.models import BenchConfig
@@ -71,6 +74,7 @@ def register_command(sub: Any) -> None:
     p.add_argument("--output", help="results folder (default results/)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--no-progress", action="store_true")
+    add_export_arguments(p)
     p.set_defaults(handler=cmd_bench)
 
 
@@ -173,7 +177,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from inferx_core.report.console import print_summary
 
     config = bench_config_from_args(args)
-    outcomes = run_bench(config, progress=False if args.no_progress else None)
+    exporter = point_exporter(args, config.output_dir or Path("results"))
+    progress = False if args.no_progress else None
+    outcomes = run_bench(config, progress=progress, on_point=exporter)
     results = [o.result for o in outcomes]
     if args.json:
         dumped = [r.model_dump(mode="json") for r in results]
@@ -182,4 +188,5 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print_summary(results, title=f"inferx bench {config.base_url}")
         if config.output_dir:
             print(f"results: {config.output_dir}/")
-    return 0 if all(o.status == "ok" for o in outcomes) else 1
+    export_failed = exporter is not None and print_export_report(exporter.report, sys.stderr)
+    return 0 if all(o.status == "ok" for o in outcomes) and not export_failed else 1

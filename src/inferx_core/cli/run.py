@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from inferx_core.cli.interop import add_export_arguments, point_exporter, print_export_report
+
 if TYPE_CHECKING:
     from inferx_core.config.models import RunConfig
     from inferx_core.pipeline.run import RunSummary
@@ -101,6 +103,7 @@ def register_command(sub: Any) -> None:
         "(ask: prompt on a terminal, cancel otherwise)",
     )
     add_filter_arguments(p)
+    add_export_arguments(p)
     p.set_defaults(handler=cmd_run)
 
     # Hidden: what a batch job runs on its node (see inferx_core.executors.jobs).
@@ -288,6 +291,7 @@ def _execute(
     from inferx_core.report.console import print_summary
 
     output = Path(args.output) if args.output else None
+    exporter = point_exporter(args, output or configs[0].output_dir)
     summary = run_configs(
         configs,
         output_dir=output,
@@ -295,13 +299,15 @@ def _execute(
         platform=platform,
         pm=pm,
         progress=False if args.no_progress else None,
+        on_point=exporter,
     )
     print_summary([o.result for o in summary.outcomes], title="inferx run")
     if summary.skipped:
         print(f"skipped (already complete, --resume): {', '.join(summary.skipped)}")
     folders = sorted({str(output or c.output_dir) for c in configs})
     print(f"results: {', '.join(folders)}")
-    return 0 if summary.ok else 1
+    export_failed = exporter is not None and print_export_report(exporter.report, sys.stderr)
+    return 0 if summary.ok and not export_failed else 1
 
 
 def cmd_run(args: argparse.Namespace) -> int:

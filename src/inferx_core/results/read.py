@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from inferx_core.load.records import RequestRecord
 from inferx_core.results.files import REQUESTS_SUFFIX, RESULT_SUFFIX, TELEMETRY_SUFFIX
 from inferx_core.results.model import PointResultBase, ResultSchemaError, parse_result
 
@@ -92,6 +93,10 @@ class LoadedResults:
         ]
 
 
+#: Marks a folder of exported files that readers of InferX results skip.
+EXPORT_MARKER = ".inferx-export"
+
+
 def is_result(data: Any) -> bool:
     """True when ``data`` claims to be a result: a schema version and a point id (at the
     top in schema 1, in ``identity`` from schema 2)."""
@@ -107,8 +112,12 @@ def find_result_files(paths: Iterable[Path | str]) -> list[Path]:
     for entry in paths:
         path = Path(entry)
         if path.is_dir():
+            # Folders of exports (vLLM/InferenceX files, `inferx export`) hold no results.
+            exports = {m.parent for m in path.rglob(EXPORT_MARKER)}
             found.update(
-                p for p in path.rglob(f"*{RESULT_SUFFIX}") if p.is_file() and _not_hidden(p, path)
+                p
+                for p in path.rglob(f"*{RESULT_SUFFIX}")
+                if p.is_file() and _not_hidden(p, path) and not exports.intersection(p.parents)
             )
         elif path.is_file():
             found.add(path)
@@ -279,3 +288,15 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
             if isinstance(row, dict):
                 rows.append(row)
     return rows
+
+
+def read_request_records(result_path: Path) -> list[RequestRecord] | None:
+    """The per-request records beside a result file (warmup included, flagged); None when
+    the sidecar is missing. Unknown keys are ignored, so newer sidecars still read."""
+    path = requests_sidecar(result_path)
+    if path is None:
+        return None
+    fields = set(RequestRecord.__dataclass_fields__)
+    return [
+        RequestRecord(**{k: v for k, v in row.items() if k in fields}) for row in read_jsonl(path)
+    ]

@@ -1,0 +1,128 @@
+"""``inferx export`` and ``inferx import``: results in and out of the field's own formats."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+EXPORT_HELP = """\
+formats:
+  vllm        <point_id>.json: the file `vllm bench serve --save-result` writes
+              (vLLM's names, units and definitions; --detailed adds its
+              --save-detailed lists), plus benchmark_start/end_time_unix
+  inferencex  agg_<point_id>.json: what InferenceX's process_result.py and
+              aggregate_power.py write (metadata from the result; --set
+              hw=h200 --set precision=fp8 ... to override), and
+              power_validation_<point_id>.json
+  csv         points.csv: one row per point, the report's columns
+  parquet     points.parquet (every field) and requests.parquet (per request)
+
+docs/interop.md has each format's fields and the known differences."""
+
+
+def add_export_arguments(p: argparse.ArgumentParser) -> None:
+    """``--export`` for ``bench``/``run``: each point written as it finishes."""
+    g = p.add_argument_group("export (docs/interop.md)")
+    g.add_argument(
+        "--export",
+        metavar="FORMAT[,FORMAT]",
+        help="also write each point as vllm, inferencex, csv and/or parquet (in OUTPUT/export)",
+    )
+    g.add_argument(
+        "--export-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="metadata for the exports (InferenceX fields such as hw=h200, or vLLM --metadata)",
+    )
+
+
+def point_exporter(args: argparse.Namespace, output_dir: Path) -> Any:
+    """The ``on_point`` callback for ``--export``, or None; bad formats fail before any load."""
+    if not getattr(args, "export", None):
+        return None
+    from inferx_core.interop.export import ExportOptions, PointExporter, parse_formats
+    from inferx_core.interop.metadata import parse_set
+
+    options = ExportOptions(
+        parse_formats(args.export), Path(output_dir) / "export", parse_set(args.export_set)
+    )
+    return PointExporter(options)
+
+
+def print_export_report(report: Any, out: Any = None) -> int:
+    """What was written and skipped; 1 when a point could not be exported."""
+    out = out or sys.stdout
+    for path in report.written:
+        out.write(f"wrote {path}\n")
+    for pid, meta in report.metadata.items():
+        out.write(f"  {pid}: InferenceX metadata {meta}\n")
+    for pid, fmt, why in report.skipped:
+        sys.stderr.write(f"inferx: not exported: {pid} as {fmt}: {why}\n")
+    return 1 if report.skipped else 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from inferx_core.interop.export import ExportOptions, export_paths, parse_formats
+    from inferx_core.interop.metadata import parse_set
+
+    options = ExportOptions(
+        parse_formats(args.format), Path(args.output), parse_set(args.set), args.detailed
+    )
+    return print_export_report(export_paths(args.results, options))
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from inferx_core.errors import UserFacingError
+    from inferx_core.interop.importers import import_file
+    from inferx_core.results.files import write_result
+
+    output = Path(args.output)
+    written = 0
+    for name in args.files:
+        path = Path(name)
+        if not path.is_file():
+            raise UserFacingError(f"{path}: no such file (give vLLM or InferenceX JSON files)")
+        for result in import_file(path):
+            target = write_result(output, result)
+            tool = result.provenance.imported_from.tool  # type: ignore[union-attr]
+            print(f"imported {path} ({tool}) -> {target}")
+            written += 1
+    print(f"{written} result(s) in {output}/: `inferx report {output}` shows them")
+    return 0
+
+
+def register_command(sub: Any) -> None:
+    p = sub.add_parser(
+        "export",
+        help="write results as vLLM bench serve / InferenceX files, CSV or Parquet",
+        description="Write the InferX results under RESULTS (folders or files) in the "
+        "formats other tools read.",
+        epilog=EXPORT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="result folders or files")
+    p.add_argument("--format", required=True, metavar="FORMAT[,FORMAT]", help="see below")
+    p.add_argument("--output", required=True, metavar="DIR", help="folder for the exported files")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="InferenceX metadata (hw, framework, precision, tp, ep, ...) or vLLM --metadata",
+    )
+    p.add_argument("--detailed", action="store_true", help="vllm: the --save-detailed lists")
+    p.set_defaults(handler=cmd_export)
+
+    p = sub.add_parser(
+        "import",
+        help="vLLM bench serve results / InferenceX aggregates as InferX results",
+        description="Read vLLM `bench serve --save-result` files and InferenceX aggregate "
+        "files (agg_*.json, or collect_results.py lists) and write InferX results, so "
+        "`inferx report` and `inferx compare` put them beside InferX's own points.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--output", required=True, metavar="DIR", help="folder for the InferX results")
+    p.set_defaults(handler=cmd_import)

@@ -1,0 +1,189 @@
+"""Write results in the formats other tools read (``inferx export``, ``--export``).
+
+Per point: ``vllm`` (``<point_id>.json``, :mod:`.vllm_bench`) and
+``inferencex`` (``agg_<point_id>.json`` plus ``power_validation_<point_id>.json``,
+:mod:`.inferencex`). Per folder: ``csv`` (``points.csv``) and ``parquet``
+(``points.parquet``, ``requests.parquet``), rewritten as points are added.
+A point that cannot be written in a format is skipped with its reason; the
+others are still written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inferx_core.errors import UserFacingError
+from inferx_core.interop.inferencex import NotExportable, inferencex_aggregate, power_fields
+from inferx_core.interop.metadata import FIELDS, resolve_metadata
+from inferx_core.interop.tabular import write_parquet, write_points_csv
+from inferx_core.interop.vllm_bench import vllm_bench_result
+from inferx_core.load.records import RequestRecord
+from inferx_core.results.files import write_json_atomic
+from inferx_core.results.model import PointResultBase
+from inferx_core.results.read import EXPORT_MARKER, is_result, load_results, read_request_records
+
+FORMATS: tuple[str, ...] = ("vllm", "inferencex", "csv", "parquet")
+
+
+def parse_formats(text: str) -> tuple[str, ...]:
+    """``"vllm,inferencex"`` as a tuple; an unknown name is a user error listing the known."""
+    names = tuple(dict.fromkeys(n.strip().lower() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in FORMATS]
+    if unknown or not names:
+        raise UserFacingError(
+            f"--format/--export {text!r}: unknown format {', '.join(unknown) or '(none)'}; "
+            f"choose from {', '.join(FORMATS)}"
+        )
+    return names
+
+
+@dataclass
+class ExportReport:
+    """What was written, and every (point, format) that was not, with why."""
+
+    written: list[Path] = field(default_factory=list)
+    skipped: list[tuple[str, str, str]] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)  # point id -> described metadata
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    formats: tuple[str, ...]
+    output: Path
+    settings: Mapping[str, str] = field(default_factory=dict)
+    detailed: bool = False  # vllm: the per-request lists of --save-detailed
+
+
+def _vllm_metadata(settings: Mapping[str, str]) -> dict[str, str]:
+    # vLLM's --metadata pairs are top-level strings; the InferenceX fields are
+    # the ones InferenceX reads from its environment instead.
+    return {k: v for k, v in settings.items() if k not in FIELDS}
+
+
+def _export_one(
+    result: PointResultBase,
+    records: Sequence[RequestRecord] | None,
+    options: ExportOptions,
+    report: ExportReport,
+) -> None:
+    wanted = [f for f in options.formats if f in ("vllm", "inferencex")]
+    if not wanted:
+        return
+    pid = result.point_id
+    if not result.measured or records is None:
+        why = result.failure_reason if not result.measured else "no .requests.jsonl sidecar"
+        report.skipped += [(pid, f, f"nothing measured to export ({why})") for f in wanted]
+        return
+    vllm = vllm_bench_result(
+        result, records, metadata=_vllm_metadata(options.settings), detailed=options.detailed
+    )
+    if "vllm" in wanted:
+        target = options.output / f"{pid}.json"
+        _refuse_overwriting_a_result(target)
+        report.written.append(write_json_atomic(target, vllm))
+    if "inferencex" in wanted:
+        try:
+            _write_inferencex(result, vllm, options, report)
+        except NotExportable as exc:
+            report.skipped.append((pid, "inferencex", str(exc)))
+
+
+def _write_inferencex(
+    result: PointResultBase, vllm: dict, options: ExportOptions, report: ExportReport
+) -> None:
+    if result.status != "ok":
+        raise NotExportable(f"status {result.status}: {result.failure_reason}")
+    meta = resolve_metadata(result, {k: v for k, v in options.settings.items() if k in FIELDS})
+    agg = inferencex_aggregate(vllm, meta)
+    power, sidecar = power_fields(result, vllm, meta)
+    pid = result.point_id
+    out = options.output
+    sidecar["benchmark_result"] = f"{pid}.json"
+    report.written.append(write_json_atomic(out / f"power_validation_{pid}.json", sidecar))
+    report.written.append(write_json_atomic(out / f"agg_{pid}.json", agg | power))
+    report.metadata[pid] = meta.describe()
+
+
+def prepare_output(output: Path) -> None:
+    """Create the folder and mark it as exports, so result readers skip its files."""
+    output.mkdir(parents=True, exist_ok=True)
+    marker = output / EXPORT_MARKER
+    if not marker.exists():
+        marker.write_text("files exported by `inferx export`; not InferX results\n")
+
+
+def _refuse_overwriting_a_result(path: Path) -> None:
+    if not path.is_file():
+        return
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if is_result(data):
+        raise UserFacingError(f"{path} is an InferX result; export to another folder (--output)")
+
+
+def export_results(
+    results: Iterable[tuple[PointResultBase, Sequence[RequestRecord] | None]],
+    options: ExportOptions,
+) -> ExportReport:
+    """Write every point in every per-point format, then the folder-wide tables."""
+    prepare_output(options.output)
+    report = ExportReport()
+    pairs = list(results)
+    for result, records in pairs:
+        _export_one(result, records, options, report)
+    if "csv" in options.formats:
+        report.written.append(write_points_csv([r for r, _ in pairs], options.output))
+    if "parquet" in options.formats:
+        recs = {r.point_id: list(rs) for r, rs in pairs if rs is not None}
+        report.written += write_parquet([r for r, _ in pairs], recs, options.output)
+    return report
+
+
+def export_paths(paths: Iterable[Path | str], options: ExportOptions) -> ExportReport:
+    """``inferx export``: every InferX result under ``paths`` (folders or files)."""
+    loaded = load_results(paths)
+    if not loaded.results:
+        raise UserFacingError(
+            f"no InferX result files under {', '.join(str(p) for p in paths)}; "
+            "give the folders `inferx bench`/`inferx run` wrote"
+        )
+    pairs = []
+    for result in loaded.results:
+        path = loaded.path_of(result)
+        pairs.append((result, read_request_records(path) if path else None))
+    return export_results(pairs, options)
+
+
+class PointExporter:
+    """``--export`` on ``bench``/``run``: writes each point as it finishes (an ``on_point``)."""
+
+    def __init__(self, options: ExportOptions) -> None:
+        self.options = options
+        self.done: list[tuple[PointResultBase, list[RequestRecord]]] = []
+        self.report = ExportReport()
+
+    def __call__(self, outcome: object) -> None:
+        result: PointResultBase = outcome.result  # type: ignore[attr-defined]
+        records: list[RequestRecord] = list(outcome.records)  # type: ignore[attr-defined]
+        self.done.append((result, records))
+        step = export_results([(result, records)], self._per_point())
+        if any(f in self.options.formats for f in ("csv", "parquet")):
+            tables = ExportOptions(
+                tuple(f for f in self.options.formats if f in ("csv", "parquet")),
+                self.options.output,
+            )
+            step.written += export_results(self.done, tables).written
+        self.report.written += step.written
+        self.report.skipped += step.skipped
+        self.report.metadata |= step.metadata
+
+    def _per_point(self) -> ExportOptions:
+        formats = tuple(f for f in self.options.formats if f in ("vllm", "inferencex"))
+        return ExportOptions(
+            formats, self.options.output, self.options.settings, self.options.detailed
+        )

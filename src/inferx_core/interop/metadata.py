@@ -1,0 +1,181 @@
+"""The metadata of an InferenceX aggregate: what InferX knows, defaults, and ``--set`` values.
+
+InferenceX's ``process_result.py`` takes these from environment variables
+(``RUNNER_TYPE``, ``FRAMEWORK``, ``PRECISION``, ``TP``, ``EP_SIZE``, ...).
+InferX fills each from the result where it knows it (platform, engine,
+precision options, parallelism, image, ISL/OSL), from a stated default where
+the engines' own default applies (no speculative decoding, EP 1, ...), and
+``--set key=value`` overrides any of them. A field with neither is an error
+that names the ``--set`` to add.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from inferx_core.errors import UserFacingError
+from inferx_core.results.model import PointResultBase
+
+Origin = Literal["result", "default", "set"]
+
+#: ``--set`` names, their process_result.py variable, and their JSON type there.
+FIELDS: dict[str, tuple[str, type]] = {
+    "hw": ("RUNNER_TYPE", str),
+    "framework": ("FRAMEWORK", str),
+    "precision": ("PRECISION", str),
+    "spec_decoding": ("SPEC_DECODING", str),
+    "disagg": ("DISAGG", bool),
+    "model_prefix": ("MODEL_PREFIX", str),
+    "image": ("IMAGE", str),
+    "isl": ("ISL", int),
+    "osl": ("OSL", int),
+    "tp": ("TP", int),
+    "ep": ("EP_SIZE", int),
+    "dp_attention": ("DP_ATTENTION", str),
+    "pp": ("PP_SIZE", int),
+    "dcp_size": ("DCP_SIZE", int),
+    "pcp_size": ("PCP_SIZE", int),
+    "recipe_fingerprint": ("RECIPE_FINGERPRINT", str),
+    "kv_p2p_transfer": ("KV_P2P_TRANSFER", str),
+}
+#: The engines' own defaults where a run does not say otherwise.
+DEFAULTS: dict[str, Any] = {
+    "spec_decoding": "none",
+    "disagg": False,
+    "image": "",
+    "ep": 1,
+    "dp_attention": "false",
+    "pp": 1,
+    "dcp_size": 1,
+    "pcp_size": 1,
+    "recipe_fingerprint": "",
+}
+_FRAMEWORKS = {"trtllm": "trt"}  # InferenceX's names where they differ from InferX's
+_PRECISIONS = (
+    (re.compile(r"fp4|nvfp4|mxfp4"), "fp4"),
+    (re.compile(r"fp8"), "fp8"),
+    (re.compile(r"awq|gptq|int4|w4a16"), "int4"),
+    (re.compile(r"int8|w8a8"), "int8"),
+    (re.compile(r"bfloat16|bf16"), "bf16"),
+    (re.compile(r"float16|fp16|half"), "fp16"),
+    (re.compile(r"float32|fp32"), "fp32"),
+)
+
+
+@dataclass(frozen=True)
+class InferenceXMetadata:
+    """Resolved metadata, each value with where it came from."""
+
+    values: dict[str, Any]
+    origins: dict[str, Origin] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={self.values[k]!r} ({self.origins[k]})" for k in self.values)
+
+
+def parse_set(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """``["hw=h200", ...]`` as a dict; a malformed pair is a user error naming it."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UserFacingError(f"--set {pair!r}: expected KEY=VALUE, e.g. --set hw=h200")
+        out[key] = value.strip()
+    return out
+
+
+def _coerce(key: str, raw: str) -> Any:
+    kind = FIELDS[key][1]
+    if kind is bool:
+        return raw.lower() == "true"
+    if kind is int:
+        try:
+            return int(raw)
+        except ValueError:
+            raise UserFacingError(f"--set {key}={raw}: {key} must be an integer") from None
+    return raw
+
+
+def _hardware(platform: Mapping[str, Any] | None) -> str | None:
+    """InferenceX's runner name for the accelerator (``NVIDIA H200`` -> ``h200``)."""
+    if platform is None:
+        return None
+    accelerators = platform.get("accelerators") or []
+    if not accelerators:
+        return "cpu"
+    name = str(accelerators[0].get("name") or "")
+    name = re.sub(r"^(nvidia|amd|instinct|google|aws)\s+", "", name.strip(), flags=re.I)
+    name = re.sub(r"^(instinct|tesla)\s+", "", name, flags=re.I)
+    return re.sub(r"\s+", "-", name.lower()) or None
+
+
+def _precision(config: Mapping[str, Any]) -> str | None:
+    options = [str((config.get("engine_args") or {}).get("quantization") or "")]
+    options += [str(config.get("quantization") or ""), str(config.get("dtype") or "")]
+    for option in options:
+        for pattern, name in _PRECISIONS:
+            if option and pattern.search(option.lower()):
+                return name
+    return None
+
+
+def known_from_result(result: PointResultBase) -> dict[str, Any]:
+    """What the result itself says (None where it does not)."""
+    prov = result.provenance
+    config: Mapping[str, Any] = prov.config or {}
+    workload = config.get("workload") or {}
+    par = config.get("parallelism") or {}
+    engine = prov.engine.name if prov.engine is not None else config.get("engine")
+    random_workload = workload.get("kind") in (None, "random", "lognormal")
+    tp = par.get("tp") or (result.throughput.num_gpus if result.throughput else None)
+    launch = prov.launch or {}
+    model = str(prov.model_id or config.get("model") or "")
+    return {
+        "hw": _hardware(prov.platform),
+        "framework": _FRAMEWORKS.get(str(engine), engine) if engine else None,
+        "precision": _precision(config),
+        "model_prefix": model.rstrip("/").rsplit("/", 1)[-1].lower() or None,
+        "image": (launch.get("spec") or {}).get("image") or config.get("image"),
+        "isl": workload.get("isl") if random_workload else None,
+        "osl": workload.get("osl") if random_workload else None,
+        "tp": tp,
+        "ep": par.get("ep"),
+        "pp": par.get("pp"),
+        "dp_attention": str(par["dp_attention"]).lower() if "dp_attention" in par else None,
+    }
+
+
+def resolve_metadata(
+    result: PointResultBase, overrides: Mapping[str, str] | None = None
+) -> InferenceXMetadata:
+    """The aggregate's metadata for ``result``; raises naming every field still missing."""
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(FIELDS))
+    if unknown:
+        raise UserFacingError(
+            f"--set {', '.join(unknown)}: not an InferenceX field; known: {', '.join(FIELDS)}"
+        )
+    known = known_from_result(result)
+    values: dict[str, Any] = {}
+    origins: dict[str, Origin] = {}
+    missing = []
+    for key in FIELDS:
+        if key in overrides:
+            values[key], origins[key] = _coerce(key, overrides[key]), "set"
+        elif known.get(key) is not None:
+            values[key], origins[key] = known[key], "result"
+        elif key in DEFAULTS:
+            values[key], origins[key] = DEFAULTS[key], "default"
+        elif key != "kv_p2p_transfer":
+            missing.append(key)
+    if missing:
+        sets = " ".join(f"--set {k}=..." for k in missing)
+        raise UserFacingError(
+            f"{result.point_id}: the InferenceX metadata {', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not in the result; add {sets}"
+        )
+    return InferenceXMetadata(values, origins)

@@ -1,0 +1,104 @@
+"""Tables for notebooks: ``points.csv`` (the report's columns) and Parquet files.
+
+- ``points.csv``: one row per point with ``inferx_core.report.table.CSV_COLUMNS``,
+  the same file ``inferx report`` writes;
+- ``points.parquet``: one row per point with every field of the flat view
+  (nested values as JSON text, so every column has one type);
+- ``requests.parquet``: one row per request of every point (warmup rows
+  flagged), with the raw timestamps and the per-request metrics.
+
+Parquet needs pyarrow (``pip install 'inferx-core[parquet]'``), imported only here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from inferx_core.errors import UserFacingError
+from inferx_core.load.records import RequestRecord
+from inferx_core.results.model import PointResultBase
+
+CSV_NAME = "points.csv"
+POINTS_PARQUET = "points.parquet"
+REQUESTS_PARQUET = "requests.parquet"
+
+
+def write_points_csv(results: Sequence[PointResultBase], output: Path) -> Path:
+    from inferx_core.analysis.points import build_rows
+    from inferx_core.report.table import write_csv
+
+    return write_csv(build_rows(results), output / CSV_NAME)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, default=str)
+    return value
+
+
+def _point_row(result: PointResultBase) -> dict[str, Any]:
+    row = {k: _cell(v) for k, v in result.flat().items()}
+    # One type per column: the flat view writes "inf" for a closed loop's rate.
+    row["request_rate"] = None if row.get("request_rate") == "inf" else row.get("request_rate")
+    return row
+
+
+def _request_row(point_id: str, rec: RequestRecord) -> dict[str, Any]:
+    ok = rec.ok
+    ttft = (rec.chunk_ns[0] - rec.send_ns) / 1e6 if ok else None
+    last = (rec.chunk_ns[-1] - rec.send_ns) / 1e6 if ok else None
+    tokens = rec.output_tokens if ok else None
+    tpot = (last - ttft) / (tokens - 1) if ok and tokens and tokens > 1 else None  # type: ignore[operator]
+    return {
+        "point_id": point_id,
+        **{k: v for k, v in rec.to_json().items()},
+        "ok": ok,
+        "output_tokens": tokens,
+        "ttft_ms": ttft,
+        "last_chunk_ms": last,
+        "e2el_ms": (rec.end_ns - rec.send_ns) / 1e6 if ok else None,
+        "tpot_ms": tpot,
+    }
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise UserFacingError(
+            "the parquet format needs pyarrow: pip install 'inferx-core[parquet]'"
+        ) from None
+    return pyarrow
+
+
+def _write_table(rows: list[dict[str, Any]], path: Path) -> Path:
+    pa = _pyarrow()
+    columns: dict[str, None] = {}
+    for row in rows:
+        columns.update(dict.fromkeys(row))
+    table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows])
+    buffer = io.BytesIO()
+    pa.parquet.write_table(table, buffer)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(buffer.getvalue())
+    tmp.replace(path)  # complete or absent
+    return path
+
+
+def write_parquet(
+    results: Sequence[PointResultBase],
+    records: dict[str, list[RequestRecord]],
+    output: Path,
+) -> list[Path]:
+    """``points.parquet`` and ``requests.parquet`` (the latter only with records)."""
+    output.mkdir(parents=True, exist_ok=True)
+    paths = [_write_table([_point_row(r) for r in results], output / POINTS_PARQUET)]
+    rows = [_request_row(pid, rec) for pid, recs in records.items() for rec in recs]
+    if rows:
+        paths.append(_write_table(rows, output / REQUESTS_PARQUET))
+    return paths

@@ -1,0 +1,289 @@
+"""A point as the file ``vllm bench serve --save-result`` writes for the same run.
+
+The file is recomputed from the per-request records with vLLM's own
+definitions (``vllm/benchmarks/serve.py``, ``calculate_metrics``), not copied
+from InferX's summary, so that a downstream script reading vLLM files sees
+vLLM's numbers:
+
+- a request succeeded when it streamed a content chunk and ended cleanly;
+  failed requests count in ``failed`` and contribute 0 to ``output_lens``;
+- E2E latency ends at the last content chunk (vLLM's ``most_recent_timestamp``),
+  not at the end of the stream as InferX's ``e2el_ms`` does;
+- ``itl`` is the gap between consecutive content chunks; TPOT is
+  ``(latency - ttft) / (output_tokens - 1)`` for requests with more than one token;
+- an empty sample gives 0.0 for every statistic (``np.mean([] or 0)``), never null;
+- percentiles are numpy's linear ones, the standard deviation the population one.
+
+The equivalent vLLM command has ``--percentile-metrics ttft,tpot,itl,e2el``
+(plus ``client_queue_time,e2el_including_client_queue`` when a concurrency cap
+is set) and ``--metric-percentiles`` set to the point's percentiles. The two
+wall-clock window keys of InferenceX's fork are added; InferX's own facts go
+under the single key ``inferx``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from inferx_core.load.records import RequestRecord
+from inferx_core.metrics.stats import percentile_word
+from inferx_core.results.model import PointResultBase
+
+#: Per-request lists vLLM removes unless ``--save-detailed`` is given.
+DETAILED_KEYS: tuple[str, ...] = (
+    "input_lens",
+    "output_lens",
+    "start_times",
+    "ttfts",
+    "itls",
+    "generated_texts",
+    "errors",
+)
+#: The namespaced key for InferX's own facts (nothing else is InferX's at the top level).
+INFERX_KEY = "inferx"
+
+
+@dataclass(frozen=True, slots=True)
+class VllmOutput:
+    """One request as vLLM's ``RequestFuncOutput`` would hold it (seconds)."""
+
+    success: bool
+    prompt_len: int
+    output_tokens: int
+    start_time: float
+    ttft: float
+    itl: tuple[float, ...]
+    latency: float
+    client_queue_time: float | None
+    error: str
+
+    @property
+    def tpot(self) -> float | None:
+        if self.output_tokens <= 1:
+            return None
+        return (self.latency - self.ttft) / (self.output_tokens - 1)
+
+
+def vllm_output(rec: RequestRecord, *, window_start_ns: int, closed_loop: bool) -> VllmOutput:
+    """One record in vLLM's terms; ``closed_loop``: every request arrives at the window start."""
+    success = rec.ok
+    chunks = rec.chunk_ns
+    ttft = (chunks[0] - rec.send_ns) / 1e9 if success else 0.0
+    latency = (chunks[-1] - rec.send_ns) / 1e9 if success else 0.0
+    gaps = tuple((b - a) / 1e9 for a, b in itertools.pairwise(chunks)) if success else ()
+    # vLLM's closed loop is "rate inf, max concurrency N": all requests arrive
+    # at once and wait for a slot, so their queue time is the wait since the start.
+    arrival_ns = window_start_ns if closed_loop else rec.scheduled_ns
+    queue = None if arrival_ns is None else max(rec.send_ns - arrival_ns, 0) / 1e9
+    prompt_len = (
+        rec.usage_prompt_tokens if rec.usage_prompt_tokens is not None else rec.prompt_tokens
+    )
+    return VllmOutput(
+        success=success,
+        prompt_len=prompt_len,
+        output_tokens=rec.output_tokens if success else 0,
+        start_time=rec.send_ns / 1e9,
+        ttft=ttft,
+        itl=gaps,
+        latency=latency,
+        client_queue_time=queue,
+        error=rec.error or "",
+    )
+
+
+def _stats(name: str, values: Sequence[float], percentiles: Sequence[float]) -> dict[str, float]:
+    """vLLM's ``process_one_metric``: seconds in, milliseconds out, 0.0 for no sample."""
+    sample: Any = list(values) or 0
+    out = {
+        f"mean_{name}_ms": float(np.mean(sample) * 1000),
+        f"median_{name}_ms": float(np.median(sample) * 1000),
+        f"std_{name}_ms": float(np.std(sample) * 1000),
+    }
+    for p in percentiles:
+        out[f"p{percentile_word(p)}_{name}_ms"] = float(np.percentile(sample, p) * 1000)
+    return out
+
+
+def _peaks(outputs: Sequence[VllmOutput]) -> tuple[float, int]:
+    """vLLM's ``max_output_tokens_per_s`` (chunks per 1 s bucket) and peak concurrency."""
+    ok = [o for o in outputs if o.success]
+    if not ok:
+        return 0.0, 0
+    t0 = min(o.start_time for o in ok)
+    t1 = max(o.start_time + o.latency for o in ok)
+    buckets = int(np.ceil(t1 - t0)) + 1
+    tokens = np.zeros(buckets)
+    running = np.zeros(buckets)
+    for o in ok:
+        t = o.start_time + o.ttft
+        times = [t]
+        for gap in o.itl:
+            t += gap
+            times.append(t)
+        for when in times:
+            b = int(when - t0)
+            if 0 <= b < buckets:
+                tokens[b] += 1
+        for second in range(int(o.start_time - t0), int(o.start_time + o.latency - t0) + 1):
+            running[second] += 1
+    return float(np.max(tokens)), int(np.max(running))
+
+
+def _good(outputs: Sequence[VllmOutput], slo: Mapping[str, float]) -> int:
+    """vLLM's goodput count: ttft/tpot/e2el within their SLOs (tpot 0 for one token)."""
+    limits = {k: slo[f"{k}_ms"] / 1000 for k in ("ttft", "tpot", "e2el") if f"{k}_ms" in slo}
+    good = 0
+    for o in outputs:
+        if not o.success:
+            continue
+        value = {"ttft": o.ttft, "tpot": o.tpot or 0.0, "e2el": o.latency}
+        if all(value[k] <= limit for k, limit in limits.items()):
+            good += 1
+    return good
+
+
+def _totals(outputs: Sequence[VllmOutput], duration: float, slo: Mapping[str, float]) -> dict:
+    ok = [o for o in outputs if o.success]
+    total_in = sum(o.prompt_len for o in ok)
+    total_out = sum(o.output_tokens for o in ok)
+    has_slo = any(f"{k}_ms" in slo for k in ("ttft", "tpot", "e2el"))
+    return {
+        "duration": duration,
+        "completed": len(ok),
+        "failed": len(outputs) - len(ok),
+        "total_input_tokens": total_in,
+        "total_output_tokens": total_out,
+        "request_throughput": len(ok) / duration,
+        "request_goodput": _good(outputs, slo) / duration if has_slo else None,
+        "output_throughput": total_out / duration,
+        "total_token_throughput": (total_in + total_out) / duration,
+    }
+
+
+def _per_request(outputs: Sequence[VllmOutput]) -> dict[str, Any]:
+    queue = [o.client_queue_time for o in outputs]
+    return {
+        "input_lens": [o.prompt_len for o in outputs],
+        "output_lens": [o.output_tokens for o in outputs],
+        "ttfts": [o.ttft for o in outputs],
+        "itls": [list(o.itl) for o in outputs],
+        "latencies": [o.latency for o in outputs],
+        "start_times": [o.start_time for o in outputs],
+        "queue_times": None if None in queue else queue,
+        "errors": [o.error for o in outputs],
+    }
+
+
+def _latency_stats(
+    outputs: Sequence[VllmOutput], percentiles: Sequence[float], *, capped: bool, open_loop: bool
+) -> dict[str, float]:
+    ok = [o for o in outputs if o.success]
+    out = _stats("ttft", [o.ttft for o in ok], percentiles)
+    out |= _stats("tpot", [t for o in ok if (t := o.tpot) is not None], percentiles)
+    out |= _stats("itl", [gap for o in ok for gap in o.itl], percentiles)
+    out |= _stats("e2el", [o.latency for o in ok], percentiles)
+    queue = [o.client_queue_time for o in ok]
+    if capped and None not in queue:
+        waits = [q for q in queue if q is not None]
+        out |= _stats("client_queue_time", waits, percentiles)
+        if open_loop:
+            inclusive = [o.latency + w for o, w in zip(ok, waits, strict=False)]
+            out |= _stats("e2el_including_client_queue", inclusive, percentiles)
+    return out
+
+
+def _local_date(iso: str | None) -> str:
+    """vLLM's ``date``: local time as ``%Y%m%d-%H%M%S`` (when the run finished)."""
+    when = dt.datetime.fromisoformat(iso) if iso else dt.datetime.now(dt.timezone.utc)
+    return when.astimezone().strftime("%Y%m%d-%H%M%S")
+
+
+def _setup(result: PointResultBase, metadata: Mapping[str, str]) -> dict[str, Any]:
+    ident, load, prov = result.identity, result.load, result.provenance
+    assert load is not None
+    config = prov.config or {}
+    api = result.workload.api if result.workload is not None else None
+    backend = "openai-chat" if api == "chat" else "openai"
+    tokenizer = (config.get("workload") or {}).get("tokenizer")
+    arrival_constant = ident.mode == "open" and load.arrival == "constant"
+    setup: dict[str, Any] = {
+        "date": _local_date(ident.finished_at or ident.date),
+        "endpoint_type": backend,
+        "backend": backend,
+        "label": config.get("name"),
+        "model_id": prov.model_id,
+        "tokenizer_id": str(tokenizer) if tokenizer else prov.model_id,
+        "num_prompts": load.num_prompts_planned or load.num_prompts,
+    }
+    setup.update(metadata)
+    rate = ident.request_rate
+    setup["request_rate"] = "inf" if rate is None or math.isinf(rate) else rate
+    # vLLM's arrivals are gamma with shape = burstiness (1: Poisson); evenly
+    # spaced arrivals are its limit as the shape grows without bound.
+    setup["burstiness"] = "inf" if arrival_constant else 1.0
+    setup["max_concurrency"] = ident.max_concurrency
+    return setup
+
+
+def vllm_bench_result(
+    result: PointResultBase,
+    records: Sequence[RequestRecord],
+    *,
+    metadata: Mapping[str, str] | None = None,
+    detailed: bool = False,
+) -> dict[str, Any]:
+    """The vLLM ``bench serve`` result JSON of one measured point (see the module doc)."""
+    if result.load is None or result.latency is None:
+        raise ValueError(f"{result.point_id}: nothing was measured ({result.failure_reason})")
+    load = result.load
+    measured = [r for r in records if not r.warmup]
+    closed = result.identity.mode == "closed"
+    window_start = min((r.send_ns for r in measured), default=0)
+    outputs = [vllm_output(r, window_start_ns=window_start, closed_loop=closed) for r in measured]
+    duration = load.duration if load.duration > 0 else math.nan
+    out = _setup(result, metadata or {})
+    out |= _totals(outputs, duration, load.slo)
+    out |= _per_request(outputs)
+    peak_tokens, peak_running = _peaks(outputs)
+    out |= {"max_output_tokens_per_s": peak_tokens, "max_concurrent_requests": peak_running}
+    out["rtfx"] = 0.0  # audio only
+    out |= _latency_stats(
+        outputs,
+        result.latency.percentiles,
+        capped=result.identity.max_concurrency is not None,
+        open_loop=not closed,
+    )
+    if not detailed:
+        for key in DETAILED_KEYS:
+            out.pop(key, None)
+    out["benchmark_start_time_unix"] = load.benchmark_start_time_unix
+    out["benchmark_end_time_unix"] = load.benchmark_end_time_unix
+    out[INFERX_KEY] = _inferx_facts(result, outputs, detailed)
+    return out
+
+
+def _inferx_facts(
+    result: PointResultBase, outputs: Sequence[VllmOutput], detailed: bool
+) -> dict[str, Any]:
+    notes = []
+    if detailed:
+        notes.append("generated_texts: InferX does not keep the generated text")
+    if any(o.client_queue_time is None for o in outputs):
+        notes.append("queue_times: the records predate scheduled_ns; queueing unknown")
+    slo = result.load.slo if result.load is not None else {}
+    if "itl_ms" in slo:
+        notes.append("request_goodput: vLLM has no ITL SLO; the itl_ms objective is not applied")
+    return {
+        "point_id": result.point_id,
+        "status": result.status,
+        "inferx_version": result.provenance.inferx_version,
+        "result_schema_version": result.schema_version,
+        "notes": notes,
+    }

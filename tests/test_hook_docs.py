@@ -29,6 +29,7 @@ from inferx_core import hookimpl
 from inferx_core.config.models import ServerConfig
 from inferx_core.sdk import hookspecs
 from inferx_core.sdk.engine import EngineInfo
+from inferx_core.sdk.evaluator import Evaluator, EvaluatorInfo
 from inferx_core.sdk.executor import Executor, ExecutorInfo
 from inferx_core.sdk.fixes import Fix, FixContext, apply_fixes
 from inferx_core.sdk.launch_spec import LaunchSpec
@@ -266,6 +267,14 @@ def _check_executors(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
         assert isinstance(executor.describe([], tmp_path), dict)
 
 
+def _check_evaluators(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
+    assert _all_of(answer, EvaluatorInfo) and answer
+    for info in answer:
+        assert isinstance(info.factory({}), Evaluator)
+        with pytest.raises(ValueError):
+            info.factory({"no-such-option": 1})  # unknown options are refused
+
+
 def _check_engines(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
     assert _all_of(answer, EngineInfo)
 
@@ -294,6 +303,7 @@ _ANSWER_CHECKS: dict[str, Callable[[Any, dict[str, Any], Path], None]] = {
     "inferx_container_fixes": _check_fixes,
     "inferx_launchers": _check_launchers,
     "inferx_executors": _check_executors,
+    "inferx_evaluators": _check_evaluators,
 }
 
 

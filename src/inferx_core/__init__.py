@@ -90,6 +90,15 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "secret_environment",
     ),
     "inferx_core.results.files": ("write_json_atomic",),
+    # evaluators: accuracy beside throughput (inferx_evaluators)
+    "inferx_core.sdk.evaluator": (
+        "AccuracyRecord",
+        "EvalTarget",
+        "EvalTask",
+        "Evaluator",
+        "EvaluatorInfo",
+    ),
+    "inferx_core.evals.registry": ("evaluators",),
     # the plugin manager and the questions the core asks it (for a plugin's tests)
     "inferx_core.sdk.manager": (
         "InferxPluginManager",
@@ -121,6 +130,7 @@ __all__ = [
     "PROJECT_NAME",
     "SLO",
     "Accelerator",
+    "AccuracyRecord",
     "AppliedFix",
     "BenchConfig",
     "Device",
@@ -131,6 +141,10 @@ __all__ = [
     "EngineInfo",
     "EngineMetricsMap",
     "EngineNotFoundError",
+    "EvalTarget",
+    "EvalTask",
+    "Evaluator",
+    "EvaluatorInfo",
     "Executor",
     "ExecutorError",
     "ExecutorInfo",
@@ -175,6 +189,7 @@ __all__ = [
     "default_gpu_ids",
     "detect_platform",
     "engine_registry",
+    "evaluators",
     "fix_catalogue",
     "get_plugin_manager",
     "hookimpl",
@@ -224,6 +239,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from inferx_core.config.sweep import SweepConfig
     from inferx_core.errors import UserFacingError
+    from inferx_core.evals.registry import evaluators
     from inferx_core.executors.jobs import (
         MANIFEST_NAME,
         job_root,
@@ -237,6 +253,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from inferx_core.pipeline.point import run_bench
     from inferx_core.results.files import write_json_atomic
     from inferx_core.sdk.engine import EngineInfo
+    from inferx_core.sdk.evaluator import (
+        AccuracyRecord,
+        EvalTarget,
+        EvalTask,
+        Evaluator,
+        EvaluatorInfo,
+    )
     from inferx_core.sdk.executor import (
         Executor,
         ExecutorError,

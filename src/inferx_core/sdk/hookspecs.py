@@ -30,6 +30,7 @@ from inferx_core.sdk.markers import hookspec
 if TYPE_CHECKING:
     from inferx_core.config.models import ServerConfig
     from inferx_core.sdk.engine import EngineInfo
+    from inferx_core.sdk.evaluator import EvaluatorInfo
     from inferx_core.sdk.executor import ExecutorInfo
     from inferx_core.sdk.fixes import Fix
     from inferx_core.sdk.launch_spec import LaunchSpec
@@ -243,4 +244,21 @@ def inferx_engine_role_spec(
     ``server.engine``.
     Implement: engine plugins whose engine supports disaggregated serving or
     multi-node expert parallelism (SGLang, vLLM, TensorRT-LLM, Dynamo).
+    """
+
+
+@hookspec
+def inferx_evaluators() -> list[EvaluatorInfo]:
+    """Register evaluators by name: accuracy measured on the server beside its throughput.
+
+    When: when ``inferx eval`` runs, when a run config has ``evals:`` (after
+    the chosen load points, on the same server), and for ``inferx plugins``.
+    Params: none.
+    Returns: a list of :class:`~inferx_core.sdk.evaluator.EvaluatorInfo`:
+    ``name``, ``description`` and ``factory(options)``, which returns an
+    object following :class:`~inferx_core.sdk.evaluator.Evaluator`
+    (``version()``, ``evaluate(target, task, workdir)`` answering
+    :class:`~inferx_core.sdk.evaluator.AccuracyRecord` values).
+    Combine: list; names must be unique (a clash names both plugins).
+    Implement: evaluation plugins (inferx-lmeval registers ``lm-eval``).
     """

@@ -61,6 +61,7 @@ def _base_body(
     ignore_eos: bool,
     temperature: float,
     include_usage: bool,
+    continuous_usage: bool = False,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
@@ -70,6 +71,9 @@ def _base_body(
     }
     if include_usage:
         body["stream_options"] = {"include_usage": True}
+        if continuous_usage:
+            # vLLM then reports usage on every chunk: tokens per chunk, per-token ITL.
+            body["stream_options"]["continuous_usage_stats"] = True
     if ignore_eos:
         # Forces the output length (vLLM, SGLang, TRT-LLM, llama.cpp accept it).
         body["ignore_eos"] = True
@@ -84,6 +88,7 @@ def build_completions_payload(
     ignore_eos: bool = True,
     temperature: float = 0.0,
     include_usage: bool = True,
+    continuous_usage: bool = False,
     extra_body: Mapping[str, Any] | None = None,
 ) -> bytes:
     """JSON body for a streamed ``/v1/completions`` request.
@@ -91,7 +96,7 @@ def build_completions_payload(
     ``prompt`` may be text or a list of token ids. ``extra_body`` keys are
     added last and override the defaults.
     """
-    body = _base_body(model, max_tokens, ignore_eos, temperature, include_usage)
+    body = _base_body(model, max_tokens, ignore_eos, temperature, include_usage, continuous_usage)
     body["prompt"] = prompt if isinstance(prompt, str) else list(prompt)
     if extra_body:
         body.update(extra_body)
@@ -106,13 +111,14 @@ def build_chat_payload(
     ignore_eos: bool = True,
     temperature: float = 0.0,
     include_usage: bool = True,
+    continuous_usage: bool = False,
     extra_body: Mapping[str, Any] | None = None,
 ) -> bytes:
     """JSON body for a streamed ``/v1/chat/completions`` request.
 
     A plain string becomes one user message.
     """
-    body = _base_body(model, max_tokens, ignore_eos, temperature, include_usage)
+    body = _base_body(model, max_tokens, ignore_eos, temperature, include_usage, continuous_usage)
     if isinstance(messages, str):
         body["messages"] = [{"role": "user", "content": messages}]
     else:

@@ -31,6 +31,7 @@ from inferx_core.pipeline.assemble import Measured, PointSource, measured_result
 from inferx_core.pipeline.requests import (
     BenchTarget,
     Requests,
+    continuous_usage_for,
     build_requests,
     discover_model,
 )
@@ -157,6 +158,7 @@ def _point_metrics(
     num_gpus_reason: str | None,
     slo: SLO,
     percentiles: list[float] | None,
+    usage_note: str | None = None,
 ) -> PointMetrics:
     flat = summarize(
         result.records,
@@ -166,10 +168,11 @@ def _point_metrics(
         slos=slo.as_dict() or None,
         percentiles=percentiles or [50.0, 90.0, 99.0, 99.9],
     )
-    if num_gpus is None and num_gpus_reason:
-        for key, why in flat["null_reasons"].items():
-            if why == "num_gpus_unknown":
-                flat["null_reasons"][key] = num_gpus_reason
+    for key, why in flat["null_reasons"].items():
+        if why == "num_gpus_unknown" and num_gpus is None and num_gpus_reason:
+            flat["null_reasons"][key] = num_gpus_reason
+        elif why == "chunk_tokens_unknown" and usage_note:
+            flat["null_reasons"][key] = f"chunk_tokens_unknown: {usage_note}"
     return PointMetrics.from_flat(flat)
 
 
@@ -319,7 +322,7 @@ def run_point(
     )  # fmt: skip
     metrics = _point_metrics(
         drive.result, num_gpus=num_gpus, num_gpus_reason=num_gpus_reason, slo=slo,
-        percentiles=percentiles,
+        percentiles=percentiles, usage_note=target.continuous_usage_note,
     )  # fmt: skip
     measured = Measured(
         metrics=metrics,
@@ -353,7 +356,7 @@ def run_bench(
     per point plus a ``.requests.jsonl`` sidecar.
     """
     model = config.model or discover_model(config.base_url, config.headers)
-    target = BenchTarget(config.base_url, model, dict(config.headers))
+    target = BenchTarget(config.base_url, model, dict(config.headers), *_usage(config))
     counter = resolve_token_counter(
         config.base_url,
         model,
@@ -368,6 +371,16 @@ def run_bench(
         if hasattr(counter.counter, "close"):
             counter.counter.close()  # a server tokenizer's keep-alive client and threads
     return outcomes
+
+
+def _usage(config: BenchConfig) -> tuple[bool, str | None]:
+    """Per-chunk usage is asked for when the named engine's plugin says it is supported."""
+    if not config.engine:
+        return continuous_usage_for(None)
+    from inferx_core.sdk.manager import get_plugin_manager
+    from inferx_core.sdk.registries import engine_registry
+
+    return continuous_usage_for(engine_registry(get_plugin_manager()).get(config.engine).info)
 
 
 def _run_points(

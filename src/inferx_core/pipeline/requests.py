@@ -82,6 +82,11 @@ class BenchTarget:
     base_url: str
     model: str
     headers: dict[str, str] = field(default_factory=dict)
+    # Ask for per-chunk usage (``stream_options.continuous_usage_stats``): only
+    # where the engine plugin says the server supports it (EngineInfo).
+    continuous_usage: bool = False
+    # Why per-chunk token counts will be unknown when not asked for.
+    continuous_usage_note: str | None = None
 
 
 def discover_model(base_url: str, headers: dict[str, str] | None = None) -> str:
@@ -115,12 +120,14 @@ def _prepare(
     for i, prompt in enumerate(prompts):
         if workload.api == "chat":
             payload = build_chat_payload(
-                target.model, prompt.prompt, prompt.max_tokens, ignore_eos=workload.ignore_eos
-            )
+                target.model, prompt.prompt, prompt.max_tokens, ignore_eos=workload.ignore_eos,
+                continuous_usage=target.continuous_usage,
+            )  # fmt: skip
         else:
             payload = build_completions_payload(
-                target.model, prompt.prompt, prompt.max_tokens, ignore_eos=workload.ignore_eos
-            )
+                target.model, prompt.prompt, prompt.max_tokens, ignore_eos=workload.ignore_eos,
+                continuous_usage=target.continuous_usage,
+            )  # fmt: skip
         record = RequestRecord(
             request_id=first_id + i,
             prompt_tokens=prompt.prompt_tokens,
@@ -170,3 +177,18 @@ def build_requests(
     )
     endless = load.duration_s and load.num_prompts is None
     return Requests(built, _cycle(measured, 0) if endless else measured, warmup, n_measured)
+
+
+def continuous_usage_for(engine: Any) -> tuple[bool, str | None]:
+    """(ask for per-chunk usage?, why not) for an engine's EngineInfo, or None when unknown."""
+    if engine is None:
+        return False, (
+            "per-chunk usage not requested: the engine behind the server is not named "
+            "(--engine NAME lets its plugin say whether it supports continuous_usage_stats)"
+        )
+    if getattr(engine, "continuous_usage_stats", False):
+        return True, None
+    return False, (
+        f"per-chunk usage not requested: the {engine.name} plugin does not declare "
+        "stream_options.continuous_usage_stats support"
+    )

@@ -30,6 +30,7 @@ from inferx_core.launch.readiness import (
 from inferx_core.pipeline.assemble import PointSource, never_ran_result
 from inferx_core.pipeline.launch_plan import LaunchPlan, launch_context, plan_launch
 from inferx_core.pipeline.point import BenchTarget, PointOutcome, run_point
+from inferx_core.pipeline.requests import continuous_usage_for
 from inferx_core.results.files import is_complete, write_result
 from inferx_core.sdk.launcher import ServerHandle
 from inferx_core.sdk.log import get_logger
@@ -186,7 +187,11 @@ class _ServerSession:
                 return
             try:
                 outcome = run_point(
-                    BenchTarget(handle.base_url, server.name_served),
+                    BenchTarget(
+                        handle.base_url,
+                        server.name_served,
+                        **_usage_fields(engine_registry(self.pm).get(server.engine).info),
+                    ),
                     point,
                     workload=cfg.workload,
                     load=cfg.load,
@@ -295,3 +300,8 @@ def run_configs(
         total.outcomes += summary.outcomes
         total.skipped += summary.skipped
     return total
+
+
+def _usage_fields(engine: Any) -> dict[str, Any]:
+    asked, note = continuous_usage_for(engine)
+    return {"continuous_usage": asked, "continuous_usage_note": note}

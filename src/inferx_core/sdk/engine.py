@@ -18,6 +18,11 @@ class EngineInfo(BaseModel):
     vendors: tuple[str, ...] = Field(
         default=(), description="Accelerator vendors it runs on; empty means any"
     )
+    continuous_usage_stats: bool = Field(
+        default=False,
+        description="The server honours stream_options.continuous_usage_stats (usage on every "
+        "chunk): InferX then asks for it and knows each chunk's tokens (per-token ITL)",
+    )
     version_path: str | None = Field(
         default="/version", description="GET path whose JSON reports the engine version"
     )

@@ -38,6 +38,8 @@ def inferx_register_engines() -> list[EngineInfo]:
             description="vLLM OpenAI-compatible server (CUDA, ROCm and CPU builds)",
             homepage="https://docs.vllm.ai",
             default_port=8000,
+            # vllm/entrypoints/.../protocol.py: StreamOptions.continuous_usage_stats
+            continuous_usage_stats=True,
         )
     ]
 

@@ -35,7 +35,14 @@ def add_export_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="metadata for the exports (InferenceX fields such as hw=h200, or vLLM --metadata)",
+        help="InferenceX metadata for the exports (hw=h200, precision=fp8, tp=8, ...)",
+    )
+    g.add_argument(
+        "--export-metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="vLLM --metadata pairs for the vllm export (top-level strings)",
     )
 
 
@@ -47,7 +54,10 @@ def point_exporter(args: argparse.Namespace, output_dir: Path) -> Any:
     from inferx_core.interop.metadata import parse_set
 
     options = ExportOptions(
-        parse_formats(args.export), Path(output_dir) / "export", parse_set(args.export_set)
+        parse_formats(args.export),
+        Path(output_dir) / "export",
+        parse_set(args.export_set),
+        metadata=parse_set(args.export_metadata, flag="--export-metadata"),
     )
     return PointExporter(options)
 
@@ -69,7 +79,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     from inferx_core.interop.metadata import parse_set
 
     options = ExportOptions(
-        parse_formats(args.format), Path(args.output), parse_set(args.set), args.detailed
+        parse_formats(args.format),
+        Path(args.output),
+        parse_set(args.set),
+        args.detailed,
+        metadata=parse_set(args.metadata, flag="--metadata"),
     )
     return print_export_report(export_paths(args.results, options))
 
@@ -111,7 +125,14 @@ def register_command(sub: Any) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="InferenceX metadata (hw, framework, precision, tp, ep, ...) or vLLM --metadata",
+        help="InferenceX metadata: hw, framework, precision, tp, ep, ... (see docs/interop.md)",
+    )
+    p.add_argument(
+        "--metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="vllm: pairs written at the top level, as vLLM's --metadata",
     )
     p.add_argument("--detailed", action="store_true", help="vllm: the --save-detailed lists")
     p.set_defaults(handler=cmd_export)

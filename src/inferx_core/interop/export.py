@@ -17,7 +17,7 @@ from pathlib import Path
 
 from inferx_core.errors import UserFacingError
 from inferx_core.interop.inferencex import NotExportable, inferencex_aggregate, power_fields
-from inferx_core.interop.metadata import FIELDS, resolve_metadata
+from inferx_core.interop.metadata import resolve_metadata
 from inferx_core.interop.tabular import write_parquet, write_points_csv
 from inferx_core.interop.vllm_bench import vllm_bench_result
 from inferx_core.load.records import RequestRecord
@@ -53,14 +53,9 @@ class ExportReport:
 class ExportOptions:
     formats: tuple[str, ...]
     output: Path
-    settings: Mapping[str, str] = field(default_factory=dict)
+    settings: Mapping[str, str] = field(default_factory=dict)  # InferenceX metadata (--set)
     detailed: bool = False  # vllm: the per-request lists of --save-detailed
-
-
-def _vllm_metadata(settings: Mapping[str, str]) -> dict[str, str]:
-    # vLLM's --metadata pairs are top-level strings; the InferenceX fields are
-    # the ones InferenceX reads from its environment instead.
-    return {k: v for k, v in settings.items() if k not in FIELDS}
+    metadata: Mapping[str, str] = field(default_factory=dict)  # vLLM's --metadata pairs
 
 
 def _export_one(
@@ -77,13 +72,9 @@ def _export_one(
         why = result.failure_reason if not result.measured else "no .requests.jsonl sidecar"
         report.skipped += [(pid, f, f"nothing measured to export ({why})") for f in wanted]
         return
-    vllm = vllm_bench_result(
-        result, records, metadata=_vllm_metadata(options.settings), detailed=options.detailed
-    )
+    vllm = vllm_bench_result(result, records, metadata=options.metadata, detailed=options.detailed)
     if "vllm" in wanted:
-        target = options.output / f"{pid}.json"
-        _refuse_overwriting_a_result(target)
-        report.written.append(write_json_atomic(target, vllm))
+        report.written.append(write_json_atomic(options.output / f"{pid}.json", vllm))
     if "inferencex" in wanted:
         try:
             _write_inferencex(result, vllm, options, report)
@@ -96,7 +87,7 @@ def _write_inferencex(
 ) -> None:
     if result.status != "ok":
         raise NotExportable(f"status {result.status}: {result.failure_reason}")
-    meta = resolve_metadata(result, {k: v for k, v in options.settings.items() if k in FIELDS})
+    meta = resolve_metadata(result, options.settings)
     agg = inferencex_aggregate(vllm, meta)
     power, sidecar = power_fields(result, vllm, meta)
     pid = result.point_id
@@ -108,22 +99,29 @@ def _write_inferencex(
 
 
 def prepare_output(output: Path) -> None:
-    """Create the folder and mark it as exports, so result readers skip its files."""
+    """Create the folder and mark it as exports, so result readers skip its files.
+
+    A folder that holds InferX results is refused: the marker would hide them,
+    and a vLLM file would take a result's name.
+    """
+    if output.is_dir() and not (output / EXPORT_MARKER).exists():
+        for path in output.glob("*.json"):
+            if _is_result_file(path):
+                raise UserFacingError(
+                    f"{output} holds InferX results ({path.name}); export to another folder "
+                    "(--output), e.g. RESULTS/export"
+                )
     output.mkdir(parents=True, exist_ok=True)
     marker = output / EXPORT_MARKER
     if not marker.exists():
         marker.write_text("files exported by `inferx export`; not InferX results\n")
 
 
-def _refuse_overwriting_a_result(path: Path) -> None:
-    if not path.is_file():
-        return
+def _is_result_file(path: Path) -> bool:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return is_result(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
-        return
-    if is_result(data):
-        raise UserFacingError(f"{path} is an InferX result; export to another folder (--output)")
+        return False
 
 
 def export_results(
@@ -131,9 +129,14 @@ def export_results(
     options: ExportOptions,
 ) -> ExportReport:
     """Write every point in every per-point format, then the folder-wide tables."""
+    pairs = list(results)
+    if "inferencex" in options.formats:
+        # Missing metadata is the user's to fix: say so before writing anything.
+        for result, _ in pairs:
+            if result.status == "ok":
+                resolve_metadata(result, options.settings)
     prepare_output(options.output)
     report = ExportReport()
-    pairs = list(results)
     for result, records in pairs:
         _export_one(result, records, options, report)
     if "csv" in options.formats:

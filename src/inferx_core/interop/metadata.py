@@ -76,14 +76,14 @@ class InferenceXMetadata:
         return ", ".join(f"{k}={self.values[k]!r} ({self.origins[k]})" for k in self.values)
 
 
-def parse_set(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
+def parse_set(pairs: list[str] | tuple[str, ...], flag: str = "--set") -> dict[str, str]:
     """``["hw=h200", ...]`` as a dict; a malformed pair is a user error naming it."""
     out: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise UserFacingError(f"--set {pair!r}: expected KEY=VALUE, e.g. --set hw=h200")
+            raise UserFacingError(f"{flag} {pair!r}: expected KEY=VALUE, e.g. {flag} hw=h200")
         out[key] = value.strip()
     return out
 

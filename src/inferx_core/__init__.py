@@ -89,7 +89,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "plan_units",
         "secret_environment",
     ),
-    "inferx_core.results.files": ("write_json_atomic",),
+    "inferx_core.results.files": ("read_result", "write_json_atomic"),
     # evaluators: accuracy beside throughput (inferx_evaluators)
     "inferx_core.sdk.evaluator": (
         "AccuracyRecord",
@@ -120,6 +120,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "inferx_core.launch.resolve": ("ResolvedLaunch", "resolve_launch"),
     # embedding: benchmark a running server from Python (examples/embed_in_pipeline.py)
     "inferx_core.pipeline.point": ("run_bench",),
+    # results in and out: typed results, vLLM/InferenceX/CSV/Parquet (docs/interop.md)
+    "inferx_core.results.model": ("parse_result",),
+    "inferx_core.interop.export": ("ExportOptions", "export_paths", "export_results"),
+    "inferx_core.interop.importers": ("import_file",),
 }
 _LAZY_EXPORTS = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -148,6 +152,7 @@ __all__ = [
     "Executor",
     "ExecutorError",
     "ExecutorInfo",
+    "ExportOptions",
     "Fix",
     "FixContext",
     "FixDecision",
@@ -190,18 +195,23 @@ __all__ = [
     "detect_platform",
     "engine_registry",
     "evaluators",
+    "export_paths",
+    "export_results",
     "fix_catalogue",
     "get_plugin_manager",
     "hookimpl",
     "hookspec",
+    "import_file",
     "job_root",
     "launchers",
     "manifest_data",
     "new_job_dir",
     "options_error",
+    "parse_result",
     "plan_units",
     "plugin_options",
     "port_free_wait",
+    "read_result",
     "resolve_launch",
     "resolve_run_dir",
     "run_bench",
@@ -248,10 +258,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         plan_units,
         secret_environment,
     )
+    from inferx_core.interop.export import ExportOptions, export_paths, export_results
+    from inferx_core.interop.importers import import_file
     from inferx_core.launch.process import ProcessLauncher, resolve_run_dir
     from inferx_core.launch.resolve import ResolvedLaunch, resolve_launch
     from inferx_core.pipeline.point import run_bench
-    from inferx_core.results.files import write_json_atomic
+    from inferx_core.results.files import read_result, write_json_atomic
+    from inferx_core.results.model import parse_result
     from inferx_core.sdk.engine import EngineInfo
     from inferx_core.sdk.evaluator import (
         AccuracyRecord,

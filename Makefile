@@ -1,15 +1,17 @@
 # Two entry points: `make test` and `make demo`. Both create .venv when missing
-# and install the five distributions (editable) plus dev tools.
+# and install the distributions (editable) plus dev tools; `make install` also
+# makes .venv-lmeval, the interpreter inferx-lmeval runs lm-eval with.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.inferx-installed
 DISTS := -e '.[dev,parquet]' -e plugins/inferx_vllm -e plugins/inferx_sglang \
-         -e plugins/inferx_trtllm -e plugins/inferx_rocm -e examples/inferx_example_plugin
+         -e plugins/inferx_trtllm -e plugins/inferx_rocm -e plugins/inferx_lmeval \
+         -e examples/inferx_example_plugin
 PYPROJECTS := pyproject.toml $(wildcard plugins/*/pyproject.toml) \
               examples/inferx_example_plugin/pyproject.toml
 
-.PHONY: install test lint demo clean engine browser
+.PHONY: install test lint demo clean engine browser lmeval
 
 $(STAMP): $(PYPROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,7 +19,7 @@ $(STAMP): $(PYPROJECTS)
 	$(BIN)/python -m pip install --quiet $(DISTS)
 	touch $@
 
-install: $(STAMP)
+install: $(STAMP) lmeval
 
 lint: install
 	$(BIN)/ruff check .
@@ -25,7 +27,8 @@ lint: install
 	$(BIN)/lint-imports
 
 test: install lint engine browser
-	INFERX_REQUIRE_ENGINE=1 INFERX_REQUIRE_BROWSER=1 $(BIN)/python -m pytest
+	INFERX_REQUIRE_ENGINE=1 INFERX_REQUIRE_BROWSER=1 INFERX_REQUIRE_LMEVAL=1 \
+		INFERX_LMEVAL_PYTHON=$(CURDIR)/$(LMEVAL_VENV)/bin/python $(BIN)/python -m pytest
 
 demo: install engine
 	$(BIN)/inferx doctor
@@ -61,3 +64,21 @@ engine: $(ENGINE_STAMP)
 # package; installed when missing and we are root with apt, as on CI).
 browser:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; } || echo "no chromium: browser tests will fail under INFERX_REQUIRE_BROWSER=1"
+
+# lm-eval for inferx-lmeval, in its own venv: lm-eval[api] pulls datasets,
+# pandas, pyarrow, scipy, scikit-learn and nltk (~600 MB; .venv is ~330 MB) but
+# no torch or transformers (its API models send text). The plugin runs it in a
+# subprocess anyway, so InferX's process never imports any of it.
+LMEVAL_VENV := .venv-lmeval
+LMEVAL_STAMP := $(LMEVAL_VENV)/.inferx-lmeval-installed
+LM_EVAL_VERSION := 0.4.13
+LMEVAL_PIP_ARGS ?=
+
+$(LMEVAL_STAMP):
+	test -x $(LMEVAL_VENV)/bin/python || $(PYTHON) -m venv $(LMEVAL_VENV)
+	$(LMEVAL_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LMEVAL_VENV)/bin/python -m pip install --quiet $(LMEVAL_PIP_ARGS) 'lm-eval[api]==$(LM_EVAL_VERSION)'
+	$(LMEVAL_VENV)/bin/python -c "import lm_eval.evaluator"
+	touch $@
+
+lmeval: $(LMEVAL_STAMP)

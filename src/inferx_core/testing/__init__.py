@@ -1,4 +1,5 @@
-"""Test doubles for InferX: a scripted OpenAI-compatible streaming server.
+"""Test doubles for InferX: a scripted OpenAI-compatible streaming server, and a
+table-driven answer server for accuracy tests (``AnswerServer``).
 
 Names are imported lazily so ``python -m inferx_core.testing.sse_server``
 does not import its own module twice.
@@ -9,9 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["FAIL_MODES", "SSETestServer", "ServerKnobs", "ServerProcess"]
+__all__ = ["FAIL_MODES", "AnswerServer", "SSETestServer", "ServerKnobs", "ServerProcess"]
 
 _HOMES = {
+    "AnswerServer": "inferx_core.testing.answers",
     "FAIL_MODES": "inferx_core.testing.knobs",
     "ServerKnobs": "inferx_core.testing.knobs",
     "SSETestServer": "inferx_core.testing.server",

@@ -242,8 +242,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.handler(args)
     except KeyboardInterrupt:
+        from inferx_core.launch.interrupts import exit_code
+
         sys.stderr.write("interrupted\n")
-        return 130
+        return exit_code(130)  # 128 + the signal: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
     except Exception as exc:
         from inferx_core.errors import user_error_message
 

@@ -13,6 +13,7 @@ would otherwise create them owned by root.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -74,17 +75,34 @@ def docker_run_argv(spec: LaunchSpec, run_dir: Path, *, docker: str = "docker") 
 
 
 class DockerHandle(ProcessHandle):
-    """The ``docker run`` client process; stopping it also removes the container."""
+    """The ``docker run`` client process; stopping it also removes the container.
+
+    Killing the client alone would leave the container running, so the
+    watchdog and a second Ctrl-C ``docker kill`` it by name first.
+    """
+
+    def orphan_stop_argv(self) -> list[str]:
+        return ["docker", "kill", container_name(self.spec)]
 
     def stop(self, grace_s: float = 30.0) -> None:
         if not self._stopped:
-            subprocess.run(
-                ["docker", "stop", "--time", str(int(grace_s)), container_name(self.spec)],
-                capture_output=True,
-                timeout=grace_s + 30,
-                check=False,
-            )
+            try:
+                subprocess.run(
+                    ["docker", "stop", "--time", str(int(grace_s)), container_name(self.spec)],
+                    capture_output=True,
+                    timeout=grace_s + 30,
+                    check=False,
+                )
+            except KeyboardInterrupt:
+                self._stopped = True
+                self.kill_now()
+                raise
         super().stop(grace_s=5.0)
+
+    def kill_now(self) -> None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(self.orphan_stop_argv(), capture_output=True, timeout=30, check=False)
+        super().kill_now()
 
 
 class DockerLauncher:

@@ -2,7 +2,9 @@
 
 Its output goes to ``engine.log`` in the run folder. ``stop`` sends SIGTERM to
 the whole group (and to any descendant that left it), waits a grace period,
-then SIGKILLs whatever is left, so nothing the engine started survives.
+then SIGKILLs whatever is left, so nothing the engine started survives; a
+Ctrl-C during that grace kills at once. A watchdog process
+(:mod:`inferx_core.launch.watchdog`) does the same if InferX itself dies.
 
 The run folder placeholder: a plugin does not know where the run folder will
 be when it builds a spec, yet a file from ``spec.files`` (written into that
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.launch.envutil import engine_environment
+from inferx_core.launch.watchdog import Watchdog, start_watchdog
 from inferx_core.sdk.launch_spec import LaunchSpec
 
 LOG_NAME = "engine.log"
@@ -124,6 +127,12 @@ class ProcessHandle:
         self.base_url = spec.base_url
         self.pgid = os.getpgid(proc.pid)
         self._stopped = False
+        # Stops the engine if InferX dies without stopping it (kill -9, OOM): see watchdog.
+        self.watchdog: Watchdog | None = start_watchdog(proc.pid, stop_argv=self.orphan_stop_argv())
+
+    def orphan_stop_argv(self) -> list[str] | None:
+        """A command the watchdog runs first when InferX died (docker: kill the container)."""
+        return None
 
     @property
     def pid(self) -> int:
@@ -147,10 +156,41 @@ class ProcessHandle:
             return []
 
     def stop(self, grace_s: float = 30.0) -> None:
-        """SIGTERM the group, wait ``grace_s``, SIGKILL what is left (idempotent)."""
+        """SIGTERM the group, wait ``grace_s``, SIGKILL what is left (idempotent).
+
+        Ctrl-C (any KeyboardInterrupt) during the grace kills the group at once.
+        """
         if self._stopped:
             return
         self._stopped = True
+        try:
+            self._terminate(grace_s)
+        except KeyboardInterrupt:
+            self.kill_now()
+            raise
+        self._release_watchdog()
+
+    def kill_now(self) -> None:
+        """SIGKILL the group and every descendant now (a second Ctrl-C), no grace."""
+        import psutil
+
+        stragglers = self._descendants()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pgid, signal.SIGKILL)
+        for child in stragglers:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        psutil.wait_procs(stragglers, timeout=2)
+        self._release_watchdog()
+
+    def _release_watchdog(self) -> None:
+        if self.watchdog is not None and not self.alive():
+            self.watchdog.release()
+            self.watchdog = None
+
+    def _terminate(self, grace_s: float) -> None:
         import psutil
 
         # Children that called setsid() left our group; remember them first.

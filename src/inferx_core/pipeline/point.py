@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,6 +20,12 @@ from typing import Any
 
 from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint, load_points, point_id_for, slug
+from inferx_core.launch.interrupts import (
+    cancel_on_interrupt,
+    handle_interrupts,
+    interrupted_by,
+    was_interrupted,
+)
 from inferx_core.load.client import ConnectionPool
 from inferx_core.load.progress import LoadProgress
 from inferx_core.load.records import RequestRecord
@@ -31,8 +38,8 @@ from inferx_core.pipeline.assemble import Measured, PointSource, measured_result
 from inferx_core.pipeline.requests import (
     BenchTarget,
     Requests,
-    continuous_usage_for,
     build_requests,
+    continuous_usage_for,
     discover_model,
 )
 from inferx_core.results.files import (
@@ -103,7 +110,8 @@ async def _run_scheduler(
 
         watch = asyncio.ensure_future(watchdog())
         try:
-            result = await scheduler.run()
+            with cancel_on_interrupt():  # SIGTERM/SIGHUP/Ctrl-C cancel this task, as asyncio.run
+                result = await scheduler.run()
         finally:
             watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -142,7 +150,9 @@ def _drive(
                         target, requests.measured, requests.warmup, config, bar, abort_check, holder
                     )
                 )
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, asyncio.CancelledError):
+                if not was_interrupted() and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                    raise
                 # In-flight requests were marked cancelled by the scheduler.
                 result = holder[0].result if holder else ScheduleResult(cancelled=True)
                 return _Drive(result, None, interrupted=True)
@@ -279,6 +289,8 @@ def _decide(
     """The point's status and reason; a failure's real cause comes from ``failure_details``."""
     completed = measured.metrics.counts.completed
     status, reason = point_status(drive.interrupted, drive.abort_reason, completed)
+    if status == "interrupted" and interrupted_by():
+        reason = f"interrupted by {interrupted_by()}"
     more: dict[str, Any] = {}
     if status == "failed" and failure_details is not None:
         reason, more = failure_details(reason or "")
@@ -364,9 +376,10 @@ def run_bench(
     )
     prefix = config.name or slug(model.rsplit("/", 1)[-1])
     telemetry = local_telemetry(config) if config.telemetry else None
-    outcomes = []
+    outcomes: list[PointOutcome] = []
     try:
-        _run_points(config, target, counter, prefix, telemetry, outcomes, on_point, progress)
+        with handle_interrupts():  # SIGTERM and SIGHUP write the point as Ctrl-C does
+            _run_points(config, target, counter, prefix, telemetry, outcomes, on_point, progress)
     finally:
         if hasattr(counter.counter, "close"):
             counter.counter.close()  # a server tokenizer's keep-alive client and threads

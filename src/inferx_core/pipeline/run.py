@@ -18,6 +18,7 @@ from typing import Any
 from inferx_core.config.models import RunConfig
 from inferx_core.config.points import LoadPoint, point_ids
 from inferx_core.errors import UserFacingError
+from inferx_core.launch.interrupts import engine_running, handle_interrupts
 from inferx_core.launch.preflight import run_preflight
 from inferx_core.launch.process import free_port
 from inferx_core.launch.readiness import (
@@ -81,6 +82,7 @@ class _ServerSession:
         self.context = launch_context(plan, platform)
         self.handle: ServerHandle | None = None
         self.counter: Any = None
+        self.stopped = False
 
     def source(self, point: LoadPoint, pid: str) -> PointSource:
         return PointSource(pid, point, server_id=self.plan.server_id, context=self.context)
@@ -215,17 +217,26 @@ class _ServerSession:
             self.record(outcome)
 
     def close(self) -> None:
+        """Stop the engine (idempotent); a second Ctrl-C during the grace kills it at once."""
         if self.counter is not None and hasattr(self.counter.counter, "close"):
             self.counter.counter.close()  # keep-alive client and threads of a server tokenizer
-        if self.handle is not None:
+        self.counter = None
+        if self.handle is not None and not self.stopped:
+            self.stopped = True
             self.handle.stop(self.plan.server.stop_grace_s)
             log.info(
                 "engine stopped", server=self.plan.server_id, returncode=self.handle.returncode()
             )
 
-    def run(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
+    def kill_now(self) -> None:
+        """A second signal: no grace (a launcher without ``kill_now`` stops with grace 0)."""
+        assert self.handle is not None
+        kill = getattr(self.handle, "kill_now", None)
+        kill() if kill is not None else self.handle.stop(0.0)
+
+    def measure(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
         try:
-            if self.start(todo) and self.wait_ready(todo):
+            if self.wait_ready(todo):
                 self.run_points(todo, progress)
         except Exception as exc:  # setup after launch failed: fail what is left, move on
             done = {o.point_id for o in self.summary.outcomes}
@@ -234,6 +245,18 @@ class _ServerSession:
                 "server failed", server=self.plan.server_id, error=f"{type(exc).__name__}: {exc}"
             )
             self.write_failed(f"{type(exc).__name__}: {exc}", left)
+
+    def run(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
+        try:
+            if not self.start(todo):
+                return
+            assert self.handle is not None
+            # from here a signal names the stop grace, and a second one kills the engine
+            with engine_running(id(self), self.plan.server.stop_grace_s, self.kill_now):
+                try:
+                    self.measure(todo, progress)
+                finally:
+                    self.close()
         finally:
             self.close()
 
@@ -283,6 +306,19 @@ def run_configs(
     """
     pm = pm or get_plugin_manager()
     platform = platform or detect_platform(pm)
+    with handle_interrupts():  # SIGTERM and SIGHUP stop the engine as Ctrl-C does
+        return _run_all(configs, output_dir, resume, platform, pm, progress, on_point)
+
+
+def _run_all(
+    configs: list[RunConfig],
+    output_dir: Path | None,
+    resume: bool,
+    platform: Platform,
+    pm: InferxPluginManager,
+    progress: bool | None,
+    on_point: Callable[[PointOutcome], None] | None,
+) -> RunSummary:
     total = RunSummary()
     used_ports: set[int] = set()
     for cfg in configs:

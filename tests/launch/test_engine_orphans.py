@@ -1,0 +1,133 @@
+"""No engine outlives InferX: the watchdog on kill -9 of InferX, Ctrl-C during the stop grace.
+
+The engine here is a small process tree (a child in the group, a grandchild
+that escaped with setsid, SIGTERM ignored by the leader); the same cases
+against the real vLLM CPU engine are in tests/e2e/test_signals_e2e.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from inferx_core.launch.process import ProcessLauncher, free_port
+from inferx_core.sdk.launch_spec import LaunchSpec
+
+TREE = textwrap.dedent(
+    """
+    import os, subprocess, sys, time, signal
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    escaped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                               start_new_session=True)
+    print("PIDS", os.getpid(), child.pid, escaped.pid, flush=True)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a stubborn engine
+    time.sleep(600)
+    """
+)
+
+# What plays InferX: starts the engine, prints its pids, then sleeps until killed.
+PARENT = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from inferx_core.launch.process import ProcessLauncher
+    from inferx_core.sdk.launch_spec import LaunchSpec
+    spec = LaunchSpec(engine="fake", argv=(sys.executable, sys.argv[1]), port=int(sys.argv[3]))
+    handle = ProcessLauncher().start(spec, Path(sys.argv[2]))
+    while "PIDS" not in handle.log_tail():
+        time.sleep(0.05)
+    print(handle.log_tail().split("PIDS", 1)[1].split("\\n")[0], flush=True)
+    print("WATCHDOG", handle.watchdog.proc.pid, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def wait_for(predicate, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    script = tmp_path / "tree.py"
+    script.write_text(TREE)
+    return script
+
+
+def test_kill_9_of_inferx_stops_the_whole_engine_tree(tree: Path, tmp_path: Path) -> None:
+    parent_script = tmp_path / "parent.py"
+    parent_script.write_text(PARENT)
+    parent = subprocess.Popen(
+        [sys.executable, str(parent_script), str(tree), str(tmp_path / "run"), str(free_port())],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert parent.stdout is not None
+    engine_pids = [int(p) for p in parent.stdout.readline().split()]
+    watchdog_pid = int(parent.stdout.readline().split()[1])
+    assert len(engine_pids) == 3 and all(not gone(p) for p in engine_pids)
+    parent.kill()  # SIGKILL: no handler, no finally
+    parent.wait()
+    # the leader ignores SIGTERM: everything is SIGKILLed after the watchdog's grace (10 s)
+    wait_for(lambda: all(gone(p) for p in engine_pids), timeout=30)
+    wait_for(lambda: gone(watchdog_pid), timeout=5)
+
+
+def test_a_normal_stop_releases_the_watchdog(tree: Path, tmp_path: Path) -> None:
+    spec = LaunchSpec(engine="fake", argv=(sys.executable, str(tree)), port=free_port())
+    handle = ProcessLauncher().start(spec, tmp_path / "run")
+    watchdog = handle.watchdog
+    assert watchdog is not None
+    wait_for(lambda: "PIDS" in handle.log_tail())
+    handle.stop(grace_s=0.5)
+    assert handle.watchdog is None
+    assert watchdog.proc.poll() == 0  # exited on the release byte, killed nothing
+
+
+def test_ctrl_c_during_the_stop_grace_kills_at_once(tree: Path, tmp_path: Path) -> None:
+    spec = LaunchSpec(engine="fake", argv=(sys.executable, str(tree)), port=free_port())
+    handle = ProcessLauncher().start(spec, tmp_path / "run")
+    wait_for(lambda: "PIDS" in handle.log_tail())
+    pids = [int(p) for p in handle.log_tail().split("PIDS", 1)[1].split()[:3]]
+    # the second Ctrl-C, 0.5 s into a 60 s grace (the leader ignores SIGTERM)
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        handle.stop(grace_s=60)
+    assert all(gone(p) for p in pids)
+    assert time.monotonic() - started < 5  # not the 60 s grace
+    assert handle.watchdog is None
+
+
+def test_watchdog_ignores_ctrl_c_and_hangup(tree: Path, tmp_path: Path) -> None:
+    spec = LaunchSpec(engine="fake", argv=(sys.executable, str(tree)), port=free_port())
+    handle = ProcessLauncher().start(spec, tmp_path / "run")
+    assert handle.watchdog is not None
+    wait_for(lambda: "PIDS" in handle.log_tail())
+    time.sleep(0.5)  # the watchdog has set its handlers
+    os.kill(handle.watchdog.proc.pid, signal.SIGINT)
+    os.kill(handle.watchdog.proc.pid, signal.SIGHUP)
+    time.sleep(0.3)
+    assert handle.watchdog.proc.poll() is None
+    handle.stop(grace_s=0.5)

@@ -68,6 +68,12 @@ def test_requests_go_to_the_servers_route() -> None:
     assert completions["model_args"]["num_concurrent"] == 2
     assert completions["model_args"]["max_length"] == 4096
     assert completions["limit"] == 5 and not completions["apply_chat_template"]
+    at_c64 = evaluator.request(
+        EvalTarget(base_url="http://h:1", model="m"),
+        task.model_copy(update={"concurrency": 64}),
+        Path("w"),
+    )
+    assert at_c64["model_args"]["num_concurrent"] == 64  # the load point's concurrency
     chat_target = EvalTarget(base_url="http://h:1", model="m", api="chat", headers={"A": "b"})
     chat = evaluator.request(chat_target, task, Path("w"))
     assert chat["model"] == "local-chat-completions" and chat["apply_chat_template"]

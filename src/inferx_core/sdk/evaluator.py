@@ -43,6 +43,9 @@ class EvalTask(_Frozen):
     task: str = Field(min_length=1, description="gsm8k, or a task YAML / GSM8K-style JSONL path")
     limit: int | None = Field(default=None, ge=1, description="At most this many samples")
     num_fewshot: int | None = Field(default=None, ge=0, description="None: the task's default")
+    concurrency: int | None = Field(
+        default=None, ge=1, description="Requests in flight (the load point's); None: default"
+    )
     seed: int = 1234
     options: dict[str, Any] = Field(default_factory=dict, description="Evaluator-specific")
 

@@ -38,7 +38,9 @@ class LmEvalOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     python: str | None = Field(default=None, description="Interpreter with lm-eval installed")
-    num_concurrent: int = Field(default=8, ge=1, description="Requests in flight")
+    num_concurrent: int = Field(
+        default=8, ge=1, description="Requests in flight when the task gives no concurrency"
+    )
     max_gen_toks: int = Field(default=256, ge=1)
     max_length: int | None = Field(default=None, ge=2, description="Context length lm-eval assumes")
     tokenizer_backend: Literal["none", "remote", "huggingface", "tiktoken"] = Field(
@@ -110,7 +112,7 @@ class LmEvalEvaluator:
             "model": target.model,
             "base_url": target.base_url.rstrip("/") + route,
             "tokenizer_backend": opts.tokenizer_backend,
-            "num_concurrent": opts.num_concurrent,
+            "num_concurrent": task.concurrency or opts.num_concurrent,
             "max_retries": opts.max_retries,
             "timeout": opts.request_timeout_s,
             "max_gen_toks": opts.max_gen_toks,

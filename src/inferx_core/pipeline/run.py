@@ -29,6 +29,7 @@ from inferx_core.launch.readiness import (
     wait_until_ready,
 )
 from inferx_core.pipeline.assemble import PointSource, never_ran_result
+from inferx_core.pipeline.evals import run_evals
 from inferx_core.pipeline.launch_plan import LaunchPlan, launch_context, plan_launch
 from inferx_core.pipeline.point import BenchTarget, PointOutcome, run_point
 from inferx_core.pipeline.requests import continuous_usage_for
@@ -238,6 +239,9 @@ class _ServerSession:
         try:
             if self.wait_ready(todo):
                 self.run_points(todo, progress)
+                run_evals(
+                    self.plan.cfg, self.pm, self.handle, self.summary.outcomes, self.output_dir
+                )
         except Exception as exc:  # setup after launch failed: fail what is left, move on
             done = {o.point_id for o in self.summary.outcomes}
             left = [(p, pid) for p, pid in todo if pid not in done]

@@ -137,3 +137,37 @@ def test_telemetry_host_engine_metrics_and_null_gpu_power(vllm_run) -> None:
         assert row["engine.preemptions_total"] >= 0
     assert set(result["engine_metrics"]) >= {"requests_running", "kv_cache_usage"}
     assert set(result["host_metrics"]) >= {"engine_rss_mib", "cpu_percent"}
+
+
+def test_continuous_usage_gives_per_token_itl(vllm_run) -> None:
+    """vLLM's plugin declares continuous_usage_stats, so every chunk carries its tokens."""
+    _, summary = vllm_run
+    for outcome in summary.outcomes:
+        result = outcome.result.flat()
+        assert result["itl_per_token_requests"] == 6
+        assert result["mean_itl_per_token_ms"] is not None
+        for rec in (r for r in outcome.records if not r.warmup):
+            assert rec.chunk_tokens is not None and sum(rec.chunk_tokens) == rec.output_tokens
+
+
+def test_real_results_export_for_vllm_and_inferencex(vllm_run, tmp_path: Path) -> None:
+    from inferx_core.interop.export import ExportOptions, export_paths
+
+    config, summary = vllm_run
+    options = ExportOptions(("vllm", "inferencex"), tmp_path)  # metadata from the run
+    report = export_paths([config.output_dir], options)
+    skipped = {pid: why for pid, _, why in report.skipped}
+    for outcome in summary.outcomes:
+        vllm = json.loads((tmp_path / f"{outcome.point_id}.json").read_text())
+        assert vllm["completed"] == 6
+        assert vllm["total_output_tokens"] == outcome.result.metric("total_output_tokens")
+        assert all(isinstance(v, float) for k, v in vllm.items() if k.endswith("_ms"))
+        if outcome.point_id in skipped:
+            # a starved client on 2 cores reads a whole reply at once: TPOT 0, no 1000/TPOT
+            assert "1000/TPOT" in skipped[outcome.point_id]
+            assert vllm["median_tpot_ms"] == 0.0 and outcome.result.metric("itl_zero_gap_fraction")
+            continue
+        agg = json.loads((tmp_path / f"agg_{outcome.point_id}.json").read_text())
+        assert agg["hw"] == "cpu" and agg["framework"] == "vllm" and agg["power_valid"] == 0
+        assert agg["precision"] == "fp32" and agg["tp"] == 1  # the demo's dtype, tp
+        assert agg["median_intvty"] == pytest.approx(1000 / vllm["median_tpot_ms"])

@@ -93,8 +93,9 @@ def _latency_fields(vllm: Mapping[str, Any]) -> dict[str, Any]:
         if "tpot" in key:
             if not float(value):
                 raise NotExportable(
-                    f"{key} is 0 (no request produced more than one token): InferenceX's "
-                    "interactivity 1000/TPOT is undefined"
+                    f"{key} is 0 (no request with more than one token, or their tokens "
+                    "arrived coalesced in one read): InferenceX's interactivity 1000/TPOT "
+                    "is undefined"
                 )
             out[key.replace("_ms", "").replace("tpot", "intvty")] = 1000.0 / float(value)
     return out

@@ -11,6 +11,9 @@ writes into ``output``:
   ``latency_vs_concurrency.png`` (TTFT, TPOT), ``cost_vs_interactivity.png``;
 - ``timelines/<point>.png``: GPU power and KV-cache use over time, for every
   point whose ``.telemetry.jsonl`` sidecar has them;
+- ``accuracy.csv``: every accuracy figure (point, task, metric, value, stderr,
+  threshold, status) when evals ran; the page shows the headline figures per
+  configuration and precision beside the Pareto chart;
 - ``report.html``: all of the above in one self-contained page.
 
 matplotlib is imported only when plots are drawn.
@@ -26,12 +29,14 @@ from typing import Any
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.analysis.points import build_rows
 from inferx_core.report import html as html_page
+from inferx_core.report.accuracy import accuracy_rows, add_accuracy, write_accuracy_csv
 from inferx_core.report.table import write_csv
 from inferx_core.results.read import LoadedResults, load_results, read_jsonl, telemetry_sidecar
 
 __all__ = ["ReportFiles", "report_notes", "write_report"]
 
 CSV_NAME = "points.csv"
+ACCURACY_CSV_NAME = "accuracy.csv"
 HTML_NAME = "report.html"
 TIMELINES_DIR = "timelines"
 
@@ -49,6 +54,7 @@ class ReportFiles:
     loaded: LoadedResults = field(default_factory=LoadedResults)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    accuracy_csv: Path | None = None
 
 
 def report_notes(
@@ -84,6 +90,12 @@ def report_notes(
     failed = [r for r in rows if r.get("status") != "ok"]
     if failed:
         warnings.append(f"{len(failed)} point(s) failed or were interrupted (red in the table).")
+    failed_accuracy = [r for r in rows if r.get("accuracy_status") in ("below_threshold", "error")]
+    if failed_accuracy:
+        warnings.append(
+            f"{len(failed_accuracy)} point(s) under their accuracy threshold or not evaluated "
+            "(x in the accuracy column)."
+        )
     dupes = [c for c in loaded.conflicts if c.kind == "identical"]
     if dupes:
         notes.append(f"{len(dupes)} point(s) found as identical copies in several files.")
@@ -204,8 +216,11 @@ def write_report(
     options = options or CostOptions()
     loaded = _load_or_fail(paths)
     rows = build_rows(loaded.results, options, loaded.paths)
+    add_accuracy(rows, loaded.results)
     output.mkdir(parents=True, exist_ok=True)
     csv_path = write_csv(rows, output / CSV_NAME)
+    accuracy = accuracy_rows(rows, loaded.results)
+    accuracy_csv = write_accuracy_csv(accuracy, output / ACCURACY_CSV_NAME) if accuracy else None
     notes, warnings = report_notes(rows, loaded)
     figures: list[html_page.Figure] = []
     timeline_figs: list[html_page.Figure] = []
@@ -222,6 +237,7 @@ def write_report(
         notes=notes,
         warnings=warnings,
         csv_name=CSV_NAME,
+        accuracy=accuracy,
     )
     html_path = html_page.write_html(page, output / HTML_NAME)
     return ReportFiles(
@@ -234,4 +250,5 @@ def write_report(
         loaded=loaded,
         notes=notes,
         warnings=warnings,
+        accuracy_csv=accuracy_csv,
     )

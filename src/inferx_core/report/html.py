@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inferx_core.report.accuracy import accuracy_html
 from inferx_core.report.table import SUMMARY_COLUMNS, summary_cells
 from inferx_core.results.files import utc_now, write_text_atomic
 
@@ -70,6 +71,7 @@ class PageContent:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     csv_name: str | None = None
+    accuracy: Sequence[Mapping[str, Any]] = ()  # report.accuracy.accuracy_rows
 
 
 def _img(fig: Figure) -> str:
@@ -103,6 +105,18 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
+def _accuracy_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    return [
+        '<h2 id="accuracy-heading">Accuracy</h2>',
+        '<p class="meta">Measured on the same server after its load points, at the points '
+        "named by <code>evals.at</code>: each task's headline figure ± its standard error; "
+        "red: under its threshold, or the eval failed. Every figure: accuracy.csv.</p>",
+        accuracy_html(rows),
+    ]
+
+
 def render(content: PageContent) -> str:
     """The page as one string."""
     ok = sum(1 for r in content.rows if r.get("status") == "ok")
@@ -129,7 +143,9 @@ def render(content: PageContent) -> str:
         parts.append(f'<ul class="notes">{"".join(items)}</ul>')
     if content.figures:
         parts.append("<h2>Plots</h2>")
-        parts.extend(_img(f) for f in content.figures)
+        parts.append(_img(content.figures[0]))  # the Pareto chart, accuracy beside it
+    parts.extend(_accuracy_section(content.accuracy))
+    parts.extend(_img(f) for f in content.figures[1:])
     parts.append("<h2>All points</h2>")
     parts.append(
         '<p class="meta">Bold: on its group\'s Pareto frontier (tok/s/gpu vs tok/s/user; '

@@ -76,6 +76,12 @@ CSV_COLUMNS: tuple[str, ...] = (
     "gpu_energy_j",
     "joules_per_output_token",
     "joules_per_total_token",
+    # accuracy measured on this point's server (report.accuracy.POINT_FIELDS)
+    "accuracy",
+    "accuracy_stderr",
+    "accuracy_task",
+    "accuracy_threshold",
+    "accuracy_status",
     "on_pareto",
     "on_pareto_overall",
     "on_pareto_latency",
@@ -103,6 +109,7 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("tok/s/MW prov.", "tok_s_per_mw_provisioned", ",.0f"),
     ("tok/s/MW meas.", "tok_s_per_mw_measured", ",.0f"),
     ("J/out tok", "joules_per_output_token", ",.3f"),
+    ("accuracy", "accuracy", "accuracy"),
     ("Pareto", "on_pareto", "pareto"),
 )
 
@@ -130,29 +137,56 @@ def write_csv(rows: Iterable[Mapping[str, Any]], path: Path) -> Path:
     return write_text_atomic(path, buffer.getvalue())
 
 
+_ACCURACY_FAILED = ("below_threshold", "error")
+
+
+def _accuracy_cell(row: Mapping[str, Any], value: Any) -> str:
+    """``0.625±0.183``, with ``✗`` when under its threshold (``error``: the eval failed)."""
+    stderr, status = row.get("accuracy_stderr"), row.get("accuracy_status")
+    if value is None:
+        return "error" if status == "error" else "-"
+    text = f"{value:.3f}" + (f"±{stderr:.3f}" if stderr is not None else "")
+    return text + (" ✗" if status in _ACCURACY_FAILED else "")
+
+
+def _pareto_cell(row: Mapping[str, Any], value: Any) -> str:
+    marks = []
+    if row.get("on_pareto"):
+        marks.append("grp")
+    if row.get("on_pareto_overall"):
+        marks.append("all")
+    return "+".join(marks) or "-"
+
+
+def _load_cell(row: Mapping[str, Any], value: Any) -> str:
+    if row.get("request_rate") is not None:
+        cap = row.get("concurrency_cap")
+        return f"{row['request_rate']:g} req/s" + (f" cap {cap}" if cap else "")
+    return "-" if value is None else f"c{value}"
+
+
+def _gpus_cell(row: Mapping[str, Any], value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value}" if row.get("num_gpus_source") == "result" else f"{value}*"
+
+
+# Formats that read more of the row than their own field.
+_ROW_CELLS = {
+    "pareto": _pareto_cell,
+    "load": _load_cell,
+    "gpus": _gpus_cell,
+    "accuracy": _accuracy_cell,
+}
+
+
 def cell(row: Mapping[str, Any], field: str, fmt: str) -> str:
     value = row.get(field)
-    if fmt == "pareto":
-        marks = []
-        if row.get("on_pareto"):
-            marks.append("grp")
-        if row.get("on_pareto_overall"):
-            marks.append("all")
-        return "+".join(marks) or "-"
-    if fmt == "load":
-        if row.get("request_rate") is not None:
-            cap = row.get("concurrency_cap")
-            return f"{row['request_rate']:g} req/s" + (f" cap {cap}" if cap else "")
-        return "-" if value is None else f"c{value}"
-    if fmt == "gpus":
-        if value is None:
-            return "-"
-        return f"{value}" if row.get("num_gpus_source") == "result" else f"{value}*"
+    if fmt in _ROW_CELLS:
+        return _ROW_CELLS[fmt](row, value)
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
-    if fmt == "s":
-        return str(value)
-    if fmt == "d":
+    if fmt in ("s", "d"):
         return str(value)
     try:
         return format(value, fmt)
@@ -187,7 +221,8 @@ def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None, title: s
     console.print(table)
     console.print(
         "GPUs: * = assumed (the result has no GPU count); Pareto: grp = on its group's "
-        "frontier, all = on the frontier of every group (tok/s/gpu vs tok/s/user)",
+        "frontier, all = on the frontier of every group (tok/s/gpu vs tok/s/user); "
+        "accuracy: headline figure ± stderr, ✗ = under its threshold or not evaluated",
         markup=False,
         highlight=False,
     )

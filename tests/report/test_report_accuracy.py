@@ -5,8 +5,11 @@ threshold; in ``inferx compare``, accuracy with its standard error."""
 from __future__ import annotations
 
 import csv
+import json
+import math
 from pathlib import Path
 
+import pytest
 from result_factory import make_model
 
 from inferx_core.evals.model import AccuracySection
@@ -90,3 +93,34 @@ def test_no_evals_no_accuracy_file(tmp_path: Path) -> None:
     files = write_report([folder], tmp_path / "out", plots=False)
     assert files.accuracy_csv is None and not (tmp_path / "out" / "accuracy.csv").exists()
     assert 'id="accuracy"' not in files.html.read_text()
+
+
+# -- inferx compare -------------------------------------------------------------
+def test_accuracy_verdicts_use_the_standard_error() -> None:
+    from inferx_core.analysis.accuracy import accuracy_verdict
+
+    worse = accuracy_verdict(0.92, 0.019, 0.80, 0.02)  # diff -0.12, se 0.0276: z = -4.35
+    assert worse["verdict"] == "worse" and worse["z"] == pytest.approx(-0.12 / 0.027586, rel=1e-3)
+    assert accuracy_verdict(0.92, 0.019, 0.90, 0.02)["verdict"] == "same"  # z = -0.72
+    assert accuracy_verdict(0.5, 0.05, 0.7, 0.05)["verdict"] == "better"
+    assert accuracy_verdict(0.2, 0.01, 0.1, 0.01, higher_is_better=False)["verdict"] == "better"
+    assert accuracy_verdict(1.0, 0.0, 1.0, 0.0)["verdict"] == "same"
+    assert accuracy_verdict(0.5, None, 0.6, 0.1)["verdict"] == "n/a"
+
+
+def test_inferx_compare_compares_accuracy_with_its_stderr(tmp_path: Path, capsys) -> None:
+    from inferx_core.cli.app import main
+
+    a = write_accuracy_set(tmp_path / "a", tp2_value=0.85)
+    b = write_accuracy_set(tmp_path / "b", tp2_value=0.60)
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    accuracy = json.loads(capsys.readouterr().out)["accuracy"]
+    by_point = {row["label"]: row for row in accuracy}
+    assert set(by_point) == {"h200-tp1-c16", "h200-tp2-c16"}
+    same, worse = by_point["h200-tp1-c16"], by_point["h200-tp2-c16"]
+    assert (same["a"], same["b"], same["verdict"]) == (0.92, 0.92, "same")
+    assert (worse["a"], worse["b"], worse["verdict"]) == (0.85, 0.60, "worse")
+    assert worse["diff_stderr"] == pytest.approx(math.sqrt(2) * 0.019)
+    assert main(["compare", str(a), str(b), "--fail-on-regression"]) == 1
+    out = capsys.readouterr().out
+    assert "Accuracy B vs A" in out and "accuracy gsm8k 0.8500 -> 0.6000" in out

@@ -1,5 +1,6 @@
 """A/B comparison of two result sets: per-point ratios with a verdict, and the two
-throughput/interactivity frontiers compared at chosen interactivities.
+throughput/interactivity frontiers compared at chosen interactivities, and the
+accuracy of matched points with its standard error (:mod:`.accuracy`).
 
 Pure functions apart from reading ``.requests.jsonl`` sidecars (given paths).
 
@@ -45,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from inferx_core.analysis.accuracy import compare_pairs
 from inferx_core.analysis.cost import CostOptions, cost_fields
 from inferx_core.analysis.pareto import Frontier
 from inferx_core.analysis.points import INTERACTIVITY, THROUGHPUT
@@ -380,6 +382,7 @@ class Comparison:
     noise: float
     # scenario -> (A's, B's) interactivity range of the frontier (None: no frontier)
     frontier_ranges: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    accuracy: list[dict[str, Any]] = field(default_factory=list)  # analysis.accuracy
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -392,6 +395,7 @@ class Comparison:
             "unmatched_b": self.unmatched_b,
             "frontiers": self.frontiers,
             "frontier_ranges": {k: list(v) for k, v in self.frontier_ranges.items()},
+            "accuracy": self.accuracy,
         }
 
     @property
@@ -407,6 +411,7 @@ class Comparison:
             for f in self.frontiers
             if f["verdict"] == "worse"
         ]
+        out += [x["summary"] for x in self.accuracy if x["verdict"] == "worse"]
         return out
 
 
@@ -489,4 +494,5 @@ def compare(
         frontiers,
         noise,
         ranges,
+        compare_pairs(pairs, a.result, b.result),
     )

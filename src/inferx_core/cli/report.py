@@ -185,6 +185,7 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
     from rich.table import Table
 
     from inferx_core.analysis.compare import METRICS
+    from inferx_core.report.accuracy import print_accuracy_comparison
 
     table = Table(
         title=f"B/A per point: A={comparison.a_label}  B={comparison.b_label} "
@@ -198,6 +199,7 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
         worse = any(m["verdict"] == "worse" for m in point["metrics"])
         table.add_row(point["label"], *cells, style="red" if worse else None)
     console.print(table)
+    print_accuracy_comparison(comparison.accuracy, console)
     if comparison.frontiers:
         ft = Table(title="Frontier: tok/s/gpu interpolated at the same interactivity")
         for col in ("scenario", "tok/s/user", "A tok/s/gpu", "B tok/s/gpu", "B/A", "verdict"):

@@ -26,6 +26,7 @@ __all__ = [
     "accuracy_html",
     "accuracy_rows",
     "add_accuracy",
+    "print_accuracy_comparison",
     "write_accuracy_csv",
 ]
 
@@ -165,3 +166,28 @@ def accuracy_html(rows: Sequence[Mapping[str, Any]]) -> str:
         + "".join(body)
         + "</tbody></table></div>"
     )
+
+
+def print_accuracy_comparison(rows: Sequence[Mapping[str, Any]], console: Any) -> None:
+    """``inferx compare``'s accuracy table (analysis.accuracy rows); nothing when empty."""
+    if not rows:
+        return
+    from rich.table import Table
+
+    table = Table(title="Accuracy B vs A (headline figure ± stderr)")
+    for col in ("point", "task", "A", "B", "B - A", "verdict"):
+        table.add_column(col, justify="right" if col in ("A", "B", "B - A") else "left")
+    for row in rows:
+        diff = f"{row['diff']:+.4f}"
+        if row.get("diff_stderr") is not None:
+            diff += f" ± {row['diff_stderr']:.4f}"
+        table.add_row(
+            str(row["label"]),
+            str(row["task"]),
+            _figure(row["a"], row.get("a_stderr")),
+            _figure(row["b"], row.get("b_stderr")),
+            diff,
+            f"{row['verdict']} ({row['basis']})",
+            style="red" if row["verdict"] == "worse" else None,
+        )
+    console.print(table)

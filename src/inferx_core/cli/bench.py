@@ -52,7 +52,7 @@ def register_command(sub: Any) -> None:
     p.add_argument("--range-ratio", type=float)
     p.add_argument("--range-semantics", choices=("inferencex", "vllm", "sglang", "fixed"))
     p.add_argument("--workload", choices=("random", "lognormal", "dataset"), dest="kind")
-    p.add_argument("--dataset", help="JSONL prompts file (with --workload dataset)")
+    p.add_argument("--dataset", help="JSONL prompts file (implies --workload dataset)")
     p.add_argument("--tokenizer", help="local tokenizer.json when the server has no /tokenize")
     p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop early")
     p.add_argument("--seed", type=int)
@@ -86,6 +86,8 @@ _TOP_FLAGS = (
     ("num_gpus", "num_gpus"),
     ("percentiles", "percentiles"),
     ("output", "output_dir"),
+    ("engine", "engine"),
+    ("gpus", "gpus"),
 )
 _WORKLOAD_FLAGS = (
     ("api", "api"),
@@ -131,6 +133,20 @@ def _config_file_data(args: argparse.Namespace) -> dict[str, Any]:
     return loaded.model_dump(exclude_unset=True)
 
 
+def _refuse_unused(args: argparse.Namespace, load: dict[str, Any]) -> None:
+    """Open-loop flags without an open loop would be ignored: say so instead."""
+    from inferx_core.errors import UserFacingError
+
+    if load.get("request_rate") is None:
+        given = [f for f, d in (("--arrival", "arrival"), ("--max-concurrency", "max_concurrency"))
+                 if getattr(args, d) is not None]  # fmt: skip
+        if given:
+            raise UserFacingError(
+                f"{', '.join(given)} apply to an open loop only; add --request-rate RATES "
+                "(closed loop: --concurrency sets the requests in flight)"
+            )
+
+
 def _apply_flags(args: argparse.Namespace, data: dict[str, Any]) -> None:
     """Lay the command-line flags over ``data`` (flags win)."""
     workload = data.setdefault("workload", {})
@@ -146,6 +162,7 @@ def _apply_flags(args: argparse.Namespace, data: dict[str, Any]) -> None:
     if args.request_rate is not None:
         load["request_rate"], load["concurrency"] = args.request_rate, None
     _copy_given(args, _LOAD_FLAGS, load)
+    _refuse_unused(args, load)
     if args.slo:
         data["slo"] = {**data.get("slo", {}), **args.slo}
 

@@ -313,12 +313,15 @@ def _execute(
 def cmd_run(args: argparse.Namespace) -> int:
     from inferx_core.cli.filters import apply_filters
     from inferx_core.config.loader import load_run_configs
+    from inferx_core.pipeline.inputs import check_workload_files
     from inferx_core.sdk.manager import get_plugin_manager
 
     configs = apply_filters(load_run_configs(args.config), args)
     pm = get_plugin_manager()
     if args.executor != "local":
-        return _submit(configs, args, pm)
+        return _submit(configs, args, pm)  # files are read on the nodes, maybe elsewhere
+    for config in configs:  # datasets and tokenizers before any engine starts
+        check_workload_files(config.workload)
     executor_options(args)
     platform = _platform(pm, args.platform)
     if args.dry_run:

@@ -150,11 +150,26 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 # -- validate ----------------------------------------------------------------
 def cmd_validate(args: argparse.Namespace) -> int:
-    from inferx_core.config.loader import load_run_configs
+    """The config and what it points at: dataset lines, tokenizer file, lengths vs context."""
+    from inferx_core.config.loader import load_config
+    from inferx_core.config.models import BenchConfig
+    from inferx_core.config.sweep import SweepConfig
+    from inferx_core.pipeline.inputs import check_workload_files
 
-    runs = load_run_configs(args.config)
+    config = load_config(args.config)
+    runs: list[Any] = (
+        [config]
+        if isinstance(config, BenchConfig)
+        else config.expand()
+        if isinstance(config, SweepConfig)
+        else [config]
+    )
+    for run in runs:
+        check_workload_files(run.workload)
     if args.json:
         _print_json([r.model_dump(mode="json") for r in runs])
+    elif isinstance(config, BenchConfig):
+        print(f"{args.config}: ok (bench config for {config.base_url})")
     else:
         print(f"{args.config}: ok ({len(runs)} server configuration(s))")
     return 0

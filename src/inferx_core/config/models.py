@@ -14,9 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from inferx_core.config.base import StrictModel
+from inferx_core.config.checks import check_base_url, check_fits_context, check_percentiles
 from inferx_core.config.evals import EvalsConfig
 
 RangeSemantics = Literal["inferencex", "vllm", "sglang", "fixed"]
@@ -142,6 +143,13 @@ class Workload(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
+        if self.dataset is not None and self.kind != "dataset":
+            if "kind" in self.model_fields_set:
+                raise ValueError(
+                    f"dataset: is read only with kind 'dataset' (kind is {self.kind!r}); "
+                    "set kind: dataset, or remove dataset:"
+                )
+            self.kind = "dataset"  # a dataset given alone implies kind 'dataset'
         if self.kind == "dataset" and self.dataset is None:
             raise ValueError("kind 'dataset' needs 'dataset: path/to/prompts.jsonl'")
         if self.range_semantics == "vllm" and self.range_ratio >= 1:
@@ -219,6 +227,11 @@ class RunConfig(ServerConfig):
     evals: EvalsConfig | None = Field(default=None, description="Accuracy evals (issue 17)")
     output_dir: Path = Path("results")
 
+    @model_validator(mode="after")
+    def _fits_context(self) -> RunConfig:
+        check_fits_context(self.workload, self.max_model_len, "max_model_len of this config")
+        return self
+
     def server(self) -> ServerConfig:
         fields = set(ServerConfig.model_fields)
         return ServerConfig(**{k: v for k, v in self if k in fields})
@@ -253,6 +266,16 @@ class BenchConfig(StrictModel):
         default_factory=dict, description="Sampler name -> interval s, e.g. {nvml: 0.1}"
     )
     output_dir: Path | None = Path("results")
+
+    @field_validator("base_url", mode="before")
+    @classmethod
+    def _base_url(cls, value: object) -> object:
+        return check_base_url(value) if isinstance(value, str) else value
+
+    @field_validator("percentiles")
+    @classmethod
+    def _percentiles(cls, value: list[float]) -> list[float]:
+        return check_percentiles(value)
 
 
 def is_sweep(data: dict[str, Any]) -> bool:

@@ -34,7 +34,14 @@ from inferx_core.load.token_counter import CounterResolution, resolve_token_coun
 from inferx_core.load.workload import Workload as BuiltWorkload
 from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.summarize import summarize
-from inferx_core.pipeline.assemble import Measured, PointSource, measured_result, point_status
+from inferx_core.pipeline.assemble import (
+    Measured,
+    PointSource,
+    measured_result,
+    never_ran_result,
+    point_status,
+)
+from inferx_core.pipeline.inputs import check_server_context, check_workload_files
 from inferx_core.pipeline.requests import (
     BenchTarget,
     Requests,
@@ -297,6 +304,26 @@ def _decide(
     return measured_result(source, measured, status, reason, **more)
 
 
+def _build_or_note_interrupt(
+    target: BenchTarget,
+    point: LoadPoint,
+    workload: Workload,
+    load: LoadProfile,
+    counter: CounterResolution,
+    source: PointSource,
+    output_dir: Path | None,
+) -> Requests:
+    """The point's requests; a signal while they are built (prompts counted on the
+    server can take seconds) still leaves a result saying so, with nothing measured."""
+    try:
+        return build_requests(target, point, workload, load, counter)
+    except KeyboardInterrupt:
+        if output_dir is not None:
+            why = f"interrupted by {interrupted_by() or 'the user (Ctrl-C)'} before any request"
+            write_result(output_dir, never_ran_result(source, why))
+        raise
+
+
 def run_point(
     target: BenchTarget,
     point: LoadPoint,
@@ -323,7 +350,8 @@ def run_point(
     what was measured as ``interrupted`` and re-raises.
     """
     started_at = utc_now()
-    requests = build_requests(target, point, workload, load, counter)
+    source = _with_target(source or PointSource(point_id, point), point_id, point, target, workload)
+    requests = _build_or_note_interrupt(target, point, workload, load, counter, source, output_dir)
     config = _load_config(point, load, workload)
     recorder = TelemetryRecorder(telemetry.samplers() if telemetry else [])
     label = f"{point_id} ({'closed' if point.concurrency else 'open'} loop)"
@@ -344,7 +372,6 @@ def run_point(
         telemetry=_point_telemetry(recorder, telemetry, drive.result, metrics),
         started_at=started_at,
     )
-    source = _with_target(source or PointSource(point_id, point), point_id, point, target, workload)
     result = _decide(source, measured, drive, failure_details)
     records = drive.result.records + drive.result.warmup_records
     path = None
@@ -367,7 +394,9 @@ def run_bench(
     Results are also written to ``config.output_dir`` (unless None), one JSON
     per point plus a ``.requests.jsonl`` sidecar.
     """
+    check_workload_files(config.workload)
     model = config.model or discover_model(config.base_url, config.headers)
+    check_server_context(config.workload, config.base_url, model, config.headers)
     target = BenchTarget(config.base_url, model, dict(config.headers), *_usage(config))
     counter = resolve_token_counter(
         config.base_url,

@@ -30,6 +30,7 @@ from inferx_core.launch.readiness import (
 )
 from inferx_core.pipeline.assemble import PointSource, never_ran_result
 from inferx_core.pipeline.evals import run_evals
+from inferx_core.pipeline.inputs import InputError, check_server_context, check_workload_files
 from inferx_core.pipeline.launch_plan import LaunchPlan, launch_context, plan_launch
 from inferx_core.pipeline.point import BenchTarget, PointOutcome, run_point
 from inferx_core.pipeline.requests import continuous_usage_for
@@ -160,6 +161,19 @@ class _ServerSession:
             reason = f"{gone} ({reason})" if reason else gone
         return reason, {"engine_log_tail": self.log_tail()}
 
+    def fits_context(self, todo: list[tuple[LoadPoint, str]]) -> bool:
+        """The longest request fits the engine's max length, as /v1/models reports it."""
+        assert self.handle is not None
+        try:
+            check_server_context(
+                self.plan.cfg.workload, self.handle.base_url, self.plan.server.name_served
+            )
+        except InputError as exc:
+            log.error("workload does not fit the model", error=str(exc))
+            self.write_failed(str(exc), todo)
+            return False
+        return True
+
     def run_points(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
         from inferx_core.load.token_counter import resolve_token_counter
 
@@ -180,6 +194,8 @@ class _ServerSession:
             interval_overrides=cfg.telemetry_intervals,
         )
         num_gpus = len(gpu_ids) or None  # CPU engines: per-GPU figures stay null
+        if not self.fits_context(todo):
+            return
         for index, (point, pid) in enumerate(todo):
             if not handle.alive():
                 self.write_failed(
@@ -290,7 +306,14 @@ def run_server(
     port = cfg.port or free_port(cfg.host, avoid=used_ports)
     used_ports.add(port)
     plan = plan_launch(cfg, pm, platform, port=port, output_dir=output_dir)
-    _ServerSession(plan, pm, platform, output_dir, summary, on_point).run(todo, progress)
+    session = _ServerSession(plan, pm, platform, output_dir, summary, on_point)
+    try:
+        check_workload_files(cfg.workload)  # a bad dataset fails here, not after a 30 s launch
+    except UserFacingError as exc:
+        log.error("workload unusable; engine not launched", server=plan.server_id, error=str(exc))
+        session.write_failed(f"{type(exc).__name__}: {exc}", todo)
+        return summary
+    session.run(todo, progress)
     return summary
 
 

@@ -1,0 +1,1 @@
+"""The results database: DuckDB (embedded, the default) or PostgreSQL behind one interface."""

@@ -138,3 +138,29 @@ def test_evals_config_is_checked() -> None:
         )
     with pytest.raises(ValueError, match="tasks"):
         RunConfig.model_validate({"engine": "fake", "model": "m", "evals": {"tasks": []}})
+
+
+def test_inferx_run_require_accuracy_exit_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from inferx_core.cli.app import main
+    from inferx_core.sdk import manager
+
+    pm = get_plugin_manager(
+        env={"INFERX_PLUGINS": ""},
+        extra_plugins=[("fake", fake_engine), ("scripted", _evaluator_plugin())],
+    )
+    monkeypatch.setattr(manager, "get_plugin_manager", lambda *a, **k: pm)
+    config = _config(
+        tmp_path / "r",
+        {"tasks": ["bad"], "evaluator": "scripted", "thresholds": {"bad": 0.9}},
+    )
+    path = tmp_path / "run.json"
+    path.write_text(config.model_dump_json())
+    platform = tmp_path / "platform.json"
+    platform.write_text(Platform().model_dump_json())
+    argv = ["run", str(path), "--no-progress", "--platform", str(platform)]
+    assert main(argv) == 0  # below the threshold, but not required
+    out = capsys.readouterr().out
+    assert "accuracy bad exact_match 0.5000 ± 0.0200 (threshold 0.9: below_threshold)" in out
+    assert main([*argv, "--require-accuracy"]) == 1

@@ -86,6 +86,11 @@ def register_command(sub: Any) -> None:
 
     p = sub.add_parser("run", help="launch engines and run every load point of a config")
     p.add_argument("config")
+    p.add_argument(
+        "--require-accuracy",
+        action="store_true",
+        help="exit 1 when a point is under its accuracy threshold or its evals failed (evals:)",
+    )
     p.add_argument("--output", help="results folder (default: the config's output_dir)")
     p.add_argument("--resume", action="store_true", help="skip points whose result exists")
     p.add_argument("--platform", metavar="FILE", help="platform JSON instead of detection")
@@ -287,6 +292,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _execute(
     configs: list[RunConfig], args: argparse.Namespace, pm: InferxPluginManager, platform: Platform
 ) -> int:
+    from inferx_core.pipeline.evals import accuracy_failures
     from inferx_core.pipeline.run import run_configs
     from inferx_core.report.console import print_summary
 
@@ -307,7 +313,8 @@ def _execute(
     folders = sorted({str(output or c.output_dir) for c in configs})
     print(f"results: {', '.join(folders)}")
     export_failed = exporter is not None and print_export_report(exporter.report, sys.stderr)
-    return 0 if summary.ok and not export_failed else 1
+    inaccurate = getattr(args, "require_accuracy", False) and accuracy_failures(summary.outcomes)
+    return 0 if summary.ok and not export_failed and not inaccurate else 1
 
 
 def cmd_run(args: argparse.Namespace) -> int:

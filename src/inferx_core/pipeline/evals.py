@@ -25,7 +25,7 @@ from inferx_core.sdk.evaluator import EvalTarget, Evaluator
 from inferx_core.sdk.log import get_logger
 from inferx_core.sdk.manager import InferxPluginManager
 
-__all__ = ["EVALS_DIR", "points_to_evaluate", "run_evals"]
+__all__ = ["EVALS_DIR", "accuracy_failures", "points_to_evaluate", "run_evals"]
 
 EVALS_DIR = "evals"
 log = get_logger("inferx.evals")
@@ -96,3 +96,10 @@ def run_evals(
         outcome.result = outcome.result.model_copy(update={"accuracy": section})
         outcome.path = write_result(output_dir, outcome.result)
     return list(chosen)
+
+
+def accuracy_failures(outcomes: Sequence[PointOutcome]) -> list[str]:
+    """Points under an accuracy threshold, or not evaluated (``--require-accuracy``)."""
+    return [
+        o.point_id for o in outcomes if o.result.accuracy is not None and not o.result.accuracy.ok
+    ]

@@ -47,6 +47,27 @@ def summary_rows(results: Iterable[PointResultBase]) -> list[list[str]]:
     return [_summary_row(r) for r in results]
 
 
+def accuracy_lines(result: PointResultBase) -> list[str]:
+    """One line per evaluated task: ``accuracy gsm8k exact_match,strict-match 0.6250 ± 0.1830
+    (threshold 0.9: below_threshold)``."""
+    section = result.accuracy
+    if section is None:
+        return []
+    lines = []
+    for task in section.tasks:
+        figure = "-" if task.value is None else f"{task.value:.4f}"
+        if task.stderr is not None:
+            figure += f" ± {task.stderr:.4f}"
+        check = (
+            task.status
+            if task.threshold is None
+            else f"threshold {task.threshold:g}: {task.status}"
+        )
+        reason = f"; {task.error.splitlines()[0]}" if task.error else ""
+        lines.append(f"accuracy {task.task} {task.metric or ''} {figure} ({check}{reason})")
+    return lines
+
+
 def print_summary(results: Iterable[PointResultBase], console: Any = None, title: str = "") -> None:
     from rich.console import Console
     from rich.table import Table
@@ -65,6 +86,9 @@ def print_summary(results: Iterable[PointResultBase], console: Any = None, title
     for result in results:
         if result.failure_reason:
             console.print(f"[red]{result.point_id}[/]: {result.failure_reason}")
+        for line in accuracy_lines(result):
+            style = "green" if result.accuracy is not None and result.accuracy.ok else "red"
+            console.print(f"[{style}]{result.point_id}[/]: {line}", highlight=False)
         if result.load is not None and result.load.output_tokens_estimated:
             console.print(
                 f"[yellow]{result.point_id}[/]: output tokens estimated from chunks "

@@ -106,7 +106,7 @@ def test_writer_round_trips_and_resume_reads_the_model(tmp_path: Path) -> None:
 def test_result_json_schema_is_a_discriminated_union() -> None:
     schema = result_json_schema()
     assert schema["discriminator"]["propertyName"] == "status"
-    assert set(schema["discriminator"]["mapping"]) == {"ok", "failed", "interrupted"}
+    assert set(schema["discriminator"]["mapping"]) == {"ok", "invalid", "failed", "interrupted"}
     out = subprocess.run(
         [sys.executable, "-m", "inferx_core.cli", "schema", "result"],
         capture_output=True,

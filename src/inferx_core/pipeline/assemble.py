@@ -15,11 +15,13 @@ from typing import Any, Literal
 from inferx_core._version import __version__
 from inferx_core.config.points import LoadPoint
 from inferx_core.metrics.model import PointMetrics
+from inferx_core.metrics.validity import Validity
 from inferx_core.results.files import utc_now
 from inferx_core.results.model import (
     FailedResult,
     Identity,
     InterruptedResult,
+    InvalidResult,
     LoadSection,
     OkResult,
     PointResultBase,
@@ -84,6 +86,7 @@ class Measured:
     slo: Mapping[str, float]
     telemetry: TelemetrySection | None
     started_at: str
+    validity: Validity | None = None
 
 
 def point_status(
@@ -105,10 +108,15 @@ def measured_result(
     reason: str | None,
     **more_provenance: Any,
 ) -> PointResultBase:
-    """A point whose requests ran, with its status decided by :func:`point_status`."""
+    """A point whose requests ran, with its status decided by :func:`point_status`;
+    an ok point whose validity failed is ``invalid``, its reason the failing checks."""
     metrics = measured.metrics
     load = LoadSection(**metrics.counts.model_dump(), **measured.offered, slo=dict(measured.slo))
-    cls = {"ok": OkResult, "failed": FailedResult, "interrupted": InterruptedResult}[status]
+    cls: type[PointResultBase] = {
+        "ok": OkResult, "failed": FailedResult, "interrupted": InterruptedResult
+    }[status]  # fmt: skip
+    if status == "ok" and measured.validity is not None and not measured.validity.valid:
+        cls, reason = InvalidResult, f"invalid: {measured.validity.summary()}"
     return cls(
         failure_reason=reason,
         identity=identity(source, measured.started_at, utc_now()),
@@ -119,6 +127,7 @@ def measured_result(
         telemetry=measured.telemetry,
         provenance=provenance(source, **more_provenance),
         null_reasons=metrics.null_reasons,
+        validity=measured.validity,
     )
 
 

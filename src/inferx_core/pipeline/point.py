@@ -20,6 +20,7 @@ from typing import Any
 
 from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint, load_points, point_id_for, slug
+from inferx_core.config.validity import ValidityLimits
 from inferx_core.launch.interrupts import (
     cancel_on_interrupt,
     handle_interrupts,
@@ -27,6 +28,7 @@ from inferx_core.launch.interrupts import (
     was_interrupted,
 )
 from inferx_core.load.client import ConnectionPool
+from inferx_core.load.client_load import ClientLoad, ClientLoadMeter
 from inferx_core.load.progress import LoadProgress
 from inferx_core.load.records import RequestRecord
 from inferx_core.load.scheduler import LoadConfig, LoadScheduler, PreparedRequest, ScheduleResult
@@ -34,6 +36,7 @@ from inferx_core.load.token_counter import CounterResolution, resolve_token_coun
 from inferx_core.load.workload import Workload as BuiltWorkload
 from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.summarize import summarize
+from inferx_core.metrics.validity import assess
 from inferx_core.pipeline.assemble import (
     Measured,
     PointSource,
@@ -91,6 +94,7 @@ async def _run_scheduler(
     progress: LoadProgress,
     abort_check: AbortCheck | None,
     holder: list[LoadScheduler],
+    meter: ClientLoadMeter | None = None,
 ) -> tuple[ScheduleResult, str | None]:
     """Run one point; a watchdog stops it when ``abort_check`` reports a reason.
 
@@ -116,13 +120,17 @@ async def _run_scheduler(
                     return
 
         watch = asyncio.ensure_future(watchdog())
+        # the client's own lag, measured on the loop that stamps every chunk
+        probe = asyncio.ensure_future(meter.probe()) if meter is not None else None
         try:
             with cancel_on_interrupt():  # SIGTERM/SIGHUP/Ctrl-C cancel this task, as asyncio.run
                 result = await scheduler.run()
         finally:
-            watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watch
+            for task in (watch, probe):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
     return result, abort_reason
 
 
@@ -131,6 +139,7 @@ class _Drive:
     result: ScheduleResult
     abort_reason: str | None
     interrupted: bool
+    client_load: ClientLoad | None = None
 
 
 def _drive(
@@ -146,6 +155,8 @@ def _drive(
 ) -> _Drive:
     """Run the scheduler under telemetry; Ctrl-C keeps every finished record."""
     holder: list[LoadScheduler] = []
+    meter = ClientLoadMeter()
+    meter.start()
     # Samplers start before the warmup so the measured window is covered at
     # both edges; energy is integrated over exactly that window afterwards.
     recorder.start()
@@ -154,7 +165,14 @@ def _drive(
             try:
                 result, abort_reason = asyncio.run(
                     _run_scheduler(
-                        target, requests.measured, requests.warmup, config, bar, abort_check, holder
+                        target,
+                        requests.measured,
+                        requests.warmup,
+                        config,
+                        bar,
+                        abort_check,
+                        holder,
+                        meter,
                     )
                 )
             except (KeyboardInterrupt, asyncio.CancelledError):
@@ -165,7 +183,8 @@ def _drive(
                 return _Drive(result, None, interrupted=True)
     finally:
         recorder.stop()
-    return _Drive(result, abort_reason, interrupted=False)
+    load = meter.stop(result.window_start_ns, result.window_end_ns)
+    return _Drive(result, abort_reason, interrupted=False, client_load=load)
 
 
 def _point_metrics(
@@ -342,6 +361,7 @@ def run_point(
     progress: bool | None = None,
     num_gpus_reason: str | None = None,
     telemetry: TelemetryPlan | None = None,
+    validity_limits: ValidityLimits | None = None,
 ) -> PointOutcome:
     """Run one load point and write its result (when ``output_dir`` is given).
 
@@ -371,7 +391,11 @@ def run_point(
         slo=slo.as_dict(),
         telemetry=_point_telemetry(recorder, telemetry, drive.result, metrics),
         started_at=started_at,
-    )
+        validity=assess(
+            drive.result.records, metrics.flat(), open_loop_rate=point.request_rate,
+            client_load=drive.client_load, limits=validity_limits,
+        ),
+    )  # fmt: skip
     result = _decide(source, measured, drive, failure_details)
     records = drive.result.records + drive.result.warmup_records
     path = None

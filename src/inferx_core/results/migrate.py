@@ -23,6 +23,8 @@ _HEADER_KEYS = frozenset(
 _IDENTITY_KEYS = frozenset(
     {"finished_at", "server_id", "mode", "request_rate", "max_concurrency", "concurrency"}
 )
+# The flat view's summary of schema-2 validity; the checks themselves are not in it.
+_DERIVED_KEYS = frozenset({"valid", "validity_failing"})
 _LEGACY_LEVEL = re.compile(r"-(?:c(?P<c>\d+)|r(?P<r>[0-9.e+]+|inf)(?:-cap(?P<cap>\d+))?)$")
 
 
@@ -76,7 +78,7 @@ def _measured_sections(data: Mapping[str, Any], used: set[str]) -> dict[str, Any
 
 def migrate_v1(data: Mapping[str, Any]) -> dict[str, Any]:
     """A schema-1 result as schema-2 JSON (validate it with ``parse_result``)."""
-    used: set[str] = set(_HEADER_KEYS | _IDENTITY_KEYS)
+    used: set[str] = set(_HEADER_KEYS | _IDENTITY_KEYS | _DERIVED_KEYS)
     out: dict[str, Any] = {
         "schema_version": 2,
         "status": data.get("status"),

@@ -1,8 +1,11 @@
 """The typed, versioned result of one load point (schema version 2).
 
-A point result is one of three types, told apart by ``status``:
+A point result is one of four types, told apart by ``status``:
 
-- :class:`OkResult`: the point ran and at least one request succeeded;
+- :class:`OkResult`: the point ran, requests succeeded and every validity check
+  passed (``validity``: client starvation, coalescing, error rate, ...);
+- :class:`InvalidResult`: it ran but a validity check failed; the numbers are
+  kept and never reported as good (``failure_reason`` names the checks);
 - :class:`InterruptedResult`: Ctrl-C stopped it; what was measured is kept;
 - :class:`FailedResult`: it failed (the engine died, no request succeeded) or
   never ran (the engine did not start); measured sections are None when
@@ -30,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from inferx_core.evals.model import AccuracySection
 from inferx_core.metrics.model import LatencyStats, PointMetrics, RequestCounts, ThroughputStats
+from inferx_core.metrics.validity import Validity
 from inferx_core.results.flat import (
     FLAT_SCHEMA_VERSION,
     OFFERED_KEYS,
@@ -39,7 +43,7 @@ from inferx_core.results.flat import (
 from inferx_core.telemetry.model import TelemetrySection
 
 SCHEMA_VERSION = 2
-Status = Literal["ok", "failed", "interrupted"]
+Status = Literal["ok", "invalid", "failed", "interrupted"]
 Mode = Literal["closed", "open"]
 
 
@@ -158,6 +162,9 @@ class PointResultBase(_Section):
     accuracy: AccuracySection | None = None  # evals run on this point's server (issue 17)
     provenance: Provenance
     null_reasons: dict[str, str] = Field(default_factory=dict)
+    # The checks that decide whether the numbers can be trusted (None: not assessed,
+    # e.g. a point that never ran or an imported result).
+    validity: Validity | None = None
 
     @property
     def point_id(self) -> str:
@@ -198,6 +205,18 @@ class OkResult(PointResultBase):
     throughput: ThroughputStats
 
 
+class InvalidResult(PointResultBase):
+    """It ran, but a validity check failed: the numbers are kept, never reported as good."""
+
+    status: Literal["invalid"] = "invalid"
+    failure_reason: str
+    workload: WorkloadSection
+    load: LoadSection
+    latency: LatencyStats
+    throughput: ThroughputStats
+    validity: Validity
+
+
 class InterruptedResult(PointResultBase):
     status: Literal["interrupted"] = "interrupted"
     failure_reason: str
@@ -211,7 +230,9 @@ class FailedResult(PointResultBase):
     failure_reason: str
 
 
-PointResult = Annotated[OkResult | InterruptedResult | FailedResult, Field(discriminator="status")]
+PointResult = Annotated[
+    OkResult | InvalidResult | InterruptedResult | FailedResult, Field(discriminator="status")
+]
 _ADAPTER: TypeAdapter[PointResultBase] = TypeAdapter(PointResult)
 
 
@@ -249,6 +270,9 @@ def _identity(result: PointResultBase) -> dict[str, Any]:
         "failure_reason": result.failure_reason,
         "date": ident.date,
     }
+    if result.validity is not None:
+        out["valid"] = result.validity.valid
+        out["validity_failing"] = [c.name for c in result.validity.failing]
     if ident.finished_at is not None:
         out["finished_at"] = ident.finished_at
     if ident.server_id is not None:

@@ -1,0 +1,234 @@
+"""The validity verdict of one point: checks that decide whether its numbers can be trusted.
+
+A benchmark is trusted for the numbers it refuses to report as good. Each
+check has a value, a limit, whether it passed and why it matters; a failing
+check of severity ``invalidates`` makes the point ``invalid`` (its status),
+one of severity ``marks`` only labels a figure (a p99 from 37 samples is
+their maximum, not a tail). docs/metrics.md lists every check.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from inferx_core.config.validity import ValidityLimits
+from inferx_core.load.client_load import ClientLoad
+from inferx_core.load.records import RequestRecord
+from inferx_core.metrics.stats import percentile_word
+
+Severity = Literal["invalidates", "marks"]
+
+
+class ValidityCheck(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    value: float | None
+    limit: float | None
+    passed: bool
+    severity: Severity = "invalidates"
+    why: str
+
+
+class Validity(BaseModel):
+    """``valid``: no check of severity ``invalidates`` failed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    valid: bool
+    checks: list[ValidityCheck]
+
+    @property
+    def failing(self) -> list[ValidityCheck]:
+        return [c for c in self.checks if not c.passed and c.severity == "invalidates"]
+
+    def summary(self) -> str:
+        """The failing checks in one line (``status`` reason, tables)."""
+        return "; ".join(f"{c.name}: {c.why}" for c in self.failing)
+
+
+def _check(name: str, value: float | None, limit: float, ok: bool, why: str, **kw: Any):
+    return ValidityCheck(name=name, value=value, limit=limit, passed=ok, why=why, **kw)
+
+
+def _error_rate(records: Sequence[RequestRecord], limit: float) -> ValidityCheck:
+    total = len(records)
+    failed = [r for r in records if not r.ok]
+    rate = len(failed) / total if total else 0.0
+    kinds: dict[str, int] = {}
+    for r in failed:
+        kinds[str(r.error_kind or "no_content")] = (
+            kinds.get(str(r.error_kind or "no_content"), 0) + 1
+        )
+    by_kind = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "none"
+    why = f"{len(failed)} of {total} requests failed ({by_kind}); limit {limit:.0%}"
+    return _check("error_rate", rate, limit, rate <= limit, why)
+
+
+def _coalescing(flat: Mapping[str, Any], ok: Sequence[RequestRecord], limits: ValidityLimits):
+    zero = flat.get("itl_zero_gap_fraction")
+    yield _check(
+        "chunk_coalescing",
+        zero,
+        limits.max_zero_gap_fraction,
+        zero is None or zero <= limits.max_zero_gap_fraction,
+        f"{(zero or 0):.0%} of chunk gaps are 0: chunks were read together, so ITL percentiles "
+        "describe the client's reads, not generation (TPOT, from E2E - TTFT, is unaffected)",
+    )
+    multi = [r for r in ok if r.output_tokens > 1]
+    whole = [r for r in multi if r.chunk_ns[-1] == r.chunk_ns[0]]
+    share = len(whole) / len(multi) if multi else 0.0
+    yield _check(
+        "whole_reply_at_once",
+        share,
+        limits.max_whole_reply_fraction,
+        share <= limits.max_whole_reply_fraction,
+        f"{len(whole)} of {len(multi)} multi-token replies arrived in one read: their TTFT "
+        "equals their E2E latency (a starved client or a buffering proxy)",
+    )
+
+
+def _sample_sizes(flat: Mapping[str, Any], percentiles: Sequence[float], n: Mapping[str, int]):
+    for metric, count in n.items():
+        for p in percentiles:
+            if p <= 50:
+                continue
+            need = math.ceil(100 / (100 - p) - 1e-9)
+            if count >= need:
+                continue
+            yield _check(
+                f"sample_size.p{percentile_word(p)}_{metric}_ms",
+                float(count),
+                float(need),
+                False,
+                f"p{percentile_word(p)} from {count} samples is their maximum, not a tail "
+                f"(needs {need})",
+                severity="marks",
+            )
+
+
+def _open_loop(
+    records: Sequence[RequestRecord], target_rate: float, limits: ValidityLimits
+) -> list[ValidityCheck]:
+    sends = sorted(r.send_ns for r in records)
+    checks = []
+    if len(sends) >= 2:
+        achieved = (len(sends) - 1) / ((sends[-1] - sends[0]) / 1e9 or math.inf)
+        ratio = achieved / target_rate
+        checks.append(
+            _check(
+                "achieved_rate",
+                ratio,
+                limits.min_rate_ratio,
+                ratio >= limits.min_rate_ratio,
+                f"sent {achieved:.1f} req/s of the {target_rate:g} asked for ({ratio:.0%})",
+            )
+        )
+    late = [(r.send_ns - r.scheduled_ns) / 1e6 for r in records if r.scheduled_ns is not None]
+    if late:
+        p99 = float(np.percentile(late, 99))
+        checks.append(
+            _check(
+                "dispatch_lateness",
+                p99,
+                limits.max_dispatch_lateness_p99_ms,
+                p99 <= limits.max_dispatch_lateness_p99_ms,
+                f"p99 of send minus scheduled time is {p99:.1f} ms (queueing behind the "
+                "concurrency cap counts)",
+            )
+        )
+    return checks
+
+
+def suspicious_usage(rec: RequestRecord, max_per_chunk: float) -> str | None:
+    """Why a request's reported completion tokens cannot be right, else None."""
+    usage = rec.usage_output_tokens
+    if usage is None or not rec.ok:
+        return None
+    if rec.max_tokens and usage > rec.max_tokens:
+        return (
+            f"request {rec.request_id}: usage says {usage} tokens, max_tokens was {rec.max_tokens}"
+        )
+    if usage > max_per_chunk * max(len(rec.chunk_ns), 1):
+        return (
+            f"request {rec.request_id}: usage says {usage} tokens after {len(rec.chunk_ns)} chunks"
+        )
+    return None
+
+
+def _usage(records: Sequence[RequestRecord], limits: ValidityLimits) -> ValidityCheck:
+    bad = [w for r in records if (w := suspicious_usage(r, limits.max_tokens_per_chunk))]
+    shown = "; ".join(bad[:3]) + (f"; {len(bad) - 3} more" if len(bad) > 3 else "")
+    why = shown or "completion tokens agree with max_tokens and the chunks streamed"
+    return _check("usage_cross_check", float(len(bad)), 0.0, not bad, why)
+
+
+def _client(load: ClientLoad, limits: ValidityLimits) -> list[ValidityCheck]:
+    checks = []
+    if load.loop_lag_p99_ms is not None:
+        checks.append(
+            _check(
+                "client_loop_lag",
+                load.loop_lag_p99_ms,
+                limits.max_loop_lag_p99_ms,
+                load.loop_lag_p99_ms <= limits.max_loop_lag_p99_ms,
+                f"the client's event loop ran {load.loop_lag_p99_ms:.1f} ms late at p99 (max "
+                f"{load.loop_lag_max_ms or 0:.1f}): timestamps are that late",
+            )
+        )
+    if load.process_cpu_fraction is not None:
+        checks.append(
+            _check(
+                "client_cpu",
+                load.process_cpu_fraction,
+                limits.max_client_cpu_fraction,
+                load.process_cpu_fraction <= limits.max_client_cpu_fraction,
+                f"the client used {load.process_cpu_fraction:.0%} of a core (one event loop)",
+            )
+        )
+    if load.cores_busy_fraction is not None:
+        cores = ",".join(map(str, load.cores))
+        checks.append(
+            _check(
+                "client_cores_busy",
+                load.cores_busy_fraction,
+                limits.max_client_cores_busy,
+                load.cores_busy_fraction <= limits.max_client_cores_busy,
+                f"CPUs {cores} (the client's) were {load.cores_busy_fraction:.0%} busy: the "
+                "client competed for them (set client_cpus/engine_cpus apart); the loop lag "
+                "and coalescing checks say whether it cost accuracy",
+                severity="marks",
+            )
+        )
+    return checks
+
+
+def assess(
+    records: Sequence[RequestRecord],
+    flat: Mapping[str, Any],
+    *,
+    open_loop_rate: float | None,
+    client_load: ClientLoad | None,
+    limits: ValidityLimits | None = None,
+) -> Validity:
+    """Every check over the measured ``records`` and their metrics ``flat``."""
+    limits = limits or ValidityLimits()
+    measured = [r for r in records if not r.warmup]
+    ok = [r for r in measured if r.ok]
+    checks = [_error_rate(measured, limits.max_error_rate), _usage(measured, limits)]
+    checks += list(_coalescing(flat, ok, limits))
+    if open_loop_rate is not None and math.isfinite(open_loop_rate):
+        checks += _open_loop(measured, open_loop_rate, limits)
+    if client_load is not None:
+        checks += _client(client_load, limits)
+    gaps = sum(max(len(r.chunk_ns) - 1, 0) for r in ok)
+    counts = {"ttft": len(ok), "e2el": len(ok), "itl": gaps}
+    checks += list(_sample_sizes(flat, flat.get("percentiles") or (), counts))
+    return Validity(
+        valid=all(c.passed or c.severity != "invalidates" for c in checks), checks=checks
+    )

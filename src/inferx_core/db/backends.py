@@ -1,0 +1,185 @@
+"""Where the database is, and the two engines behind one small connection interface.
+
+- no ``--db``: ``INFERX_DB`` if set, else ``results.duckdb`` in the user's data
+  folder (``$XDG_DATA_HOME/inferx``, default ``~/.local/share/inferx``);
+- ``--db PATH`` (or ``duckdb:PATH``): an embedded DuckDB file, created on first use;
+- ``--db postgresql://user@host:port/dbname`` (or ``postgres://``): a PostgreSQL
+  server (psycopg 3: ``pip install 'inferx-core[postgres]'``).
+
+SQL is written once with ``?`` placeholders; the PostgreSQL connection turns
+them into psycopg's ``%s``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from inferx_core.errors import UserFacingError
+
+__all__ = ["ENV_VAR", "Connection", "connect", "default_db_path", "describe_url", "resolve_url"]
+
+ENV_VAR = "INFERX_DB"
+_PG_PREFIXES = ("postgresql://", "postgres://")
+
+
+def default_db_path() -> Path:
+    """``results.duckdb`` under the user's data folder (XDG)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "inferx" / "results.duckdb"
+
+
+def resolve_url(given: str | None) -> str:
+    """The database to use: the flag, else ``INFERX_DB``, else the default DuckDB file."""
+    return given or os.environ.get(ENV_VAR) or str(default_db_path())
+
+
+def is_postgres(url: str) -> bool:
+    return url.startswith(_PG_PREFIXES)
+
+
+def describe_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    if not is_postgres(url):
+        return url
+    scheme, _, rest = url.partition("://")
+    auth, at, host = rest.rpartition("@")
+    if at and ":" in auth:
+        auth = auth.split(":", 1)[0] + ":***"
+    return f"{scheme}://{auth}{at}{host}"
+
+
+# Rows per INSERT: one statement of many rows is ~40x faster on DuckDB than executemany,
+# and stays under PostgreSQL's 65535 parameters.
+_PARAMS_PER_STATEMENT = 20_000
+
+
+def insert_statements(
+    table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], key: str
+) -> Iterator[tuple[str, list[Any]]]:
+    """Multi-row ``INSERT ... ON CONFLICT (key) DO NOTHING`` statements for ``rows``."""
+    group = "(" + ", ".join("?" * len(columns)) + ")"
+    per = max(1, _PARAMS_PER_STATEMENT // max(1, len(columns)))
+    head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+    for i in range(0, len(rows), per):
+        chunk = rows[i : i + per]
+        sql = head + ", ".join([group] * len(chunk)) + f" ON CONFLICT ({key}) DO NOTHING"
+        yield sql, [v for row in chunk for v in row]
+
+
+class Connection(Protocol):
+    kind: str
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
+    def insert_many(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], key: str
+    ) -> None: ...
+    def transaction(self) -> contextlib.AbstractContextManager[None]: ...
+    def table_exists(self, name: str) -> bool: ...
+    def close(self) -> None: ...
+
+
+class DuckDBConnection:
+    kind = "duckdb"
+
+    def __init__(self, path: Path) -> None:
+        import duckdb
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._con = duckdb.connect(str(path))
+        except duckdb.Error as exc:  # locked by another process, not a database, ...
+            raise UserFacingError(f"cannot open the DuckDB database {path}: {exc}") from None
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._con.execute(sql, list(params)).fetchall()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._con.execute(sql, list(params))
+
+    def insert_many(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], key: str
+    ) -> None:
+        for sql, params in insert_statements(table, columns, rows, key):
+            self.execute(sql, params)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        self._con.begin()
+        try:
+            yield
+        except BaseException:
+            self._con.rollback()
+            raise
+        self._con.commit()
+
+    def table_exists(self, name: str) -> bool:
+        rows = self.query("SELECT 1 FROM information_schema.tables WHERE table_name = ?", [name])
+        return bool(rows)
+
+    def close(self) -> None:
+        self._con.close()
+
+
+class PostgresConnection:
+    kind = "postgresql"
+
+    def __init__(self, url: str) -> None:
+        try:
+            import psycopg
+        except ImportError:
+            raise UserFacingError(
+                "a PostgreSQL --db needs psycopg: pip install 'inferx-core[postgres]'"
+            ) from None
+        try:
+            self._con = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise UserFacingError(
+                f"cannot connect to {describe_url(url)}: {str(exc).strip()}"
+            ) from None
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return sql.replace("?", "%s")
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._con.cursor() as cur:
+            cur.execute(self._sql(sql), list(params))
+            return cur.fetchall()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        with self._con.cursor() as cur:
+            cur.execute(self._sql(sql), list(params))
+
+    def insert_many(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], key: str
+    ) -> None:
+        for sql, params in insert_statements(table, columns, rows, key):
+            self.execute(sql, params)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._con.transaction():
+            yield
+
+    def table_exists(self, name: str) -> bool:
+        rows = self.query(
+            "SELECT 1 FROM information_schema.tables "
+            "WHERE table_name = ? AND table_schema = current_schema()",
+            [name],
+        )
+        return bool(rows)
+
+    def close(self) -> None:
+        self._con.close()
+
+
+def connect(url: str) -> Connection:
+    """A connection to the database ``url`` names (see the module doc)."""
+    if is_postgres(url):
+        return PostgresConnection(url)
+    return DuckDBConnection(Path(url.removeprefix("duckdb:")).expanduser())

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from inferx_core.cli.db import add_db_arguments, db_ingester
 from inferx_core.cli.interop import add_export_arguments, point_exporter, print_export_report
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ def register_command(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--no-progress", action="store_true")
     add_export_arguments(p)
+    add_db_arguments(p)
     p.set_defaults(handler=cmd_bench)
 
 
@@ -196,7 +198,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     config = bench_config_from_args(args)
     exporter = point_exporter(args, config.output_dir or Path("results"))
     progress = False if args.no_progress else None
-    outcomes = run_bench(config, progress=progress, on_point=exporter)
+    outcomes = run_bench(config, progress=progress, on_point=db_ingester(args, exporter))
     results = [o.result for o in outcomes]
     if args.json:
         dumped = [r.model_dump(mode="json") for r in results]

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from inferx_core.cli.db import add_db_arguments, db_ingester
 from inferx_core.cli.interop import add_export_arguments, point_exporter, print_export_report
 
 if TYPE_CHECKING:
@@ -109,6 +110,7 @@ def register_command(sub: Any) -> None:
     )
     add_filter_arguments(p)
     add_export_arguments(p)
+    add_db_arguments(p)
     p.set_defaults(handler=cmd_run)
 
     # Hidden: what a batch job runs on its node (see inferx_core.executors.jobs).
@@ -305,7 +307,7 @@ def _execute(
         platform=platform,
         pm=pm,
         progress=False if args.no_progress else None,
-        on_point=exporter,
+        on_point=db_ingester(args, exporter),
     )
     print_summary([o.result for o in summary.outcomes], title="inferx run")
     if summary.skipped:

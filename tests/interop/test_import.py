@@ -78,7 +78,7 @@ def test_tables_hold_every_point_and_request(exported) -> None:
     results, export = exported
     [result] = load_results([results]).results
     header = (export / "points.csv").read_text().splitlines()[0]
-    assert header.startswith("point_id,status,group")
+    assert header.startswith("point_id,status,valid,validity_failing,group")
     points = pq.read_table(export / "points.parquet").to_pylist()
     assert [p["point_id"] for p in points] == [result.point_id]
     assert points[0]["median_ttft_ms"] == pytest.approx(result.metric("median_ttft_ms"))

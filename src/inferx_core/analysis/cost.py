@@ -100,6 +100,9 @@ class CostOptions:
     usd_per_gpu_hour: Mapping[str, float] | None = None
     kw_per_gpu: Mapping[str, float] | None = None
     num_gpus: int | None = None
+    # Pareto frontiers leave invalid points out (their numbers failed a validity check)
+    # unless asked (`inferx report --include-invalid`).
+    include_invalid: bool = False
 
     def __post_init__(self) -> None:
         if self.tier is not None and self.tier not in TIERS:

@@ -187,6 +187,11 @@ def build_rows(
         flat = result.flat()  # the metric columns are named by their flat (vLLM) names
         row.update({k: flat.get(k) for k in METRIC_FIELDS})
         row.update(cost_fields(result, options))
+        validity = result.validity
+        row["valid"] = None if validity is None else validity.valid
+        row["validity_failing"] = (
+            None if validity is None else ",".join(c.name for c in validity.failing) or None
+        )
         row["hardware"] = _hardware_label(row)
         row["group"] = " | ".join(
             [row["hardware"], str(row["engine"]), row["model"], row["precision"], row["scenario"]]
@@ -202,13 +207,13 @@ def build_rows(
             r["point_id"],
         )
     )
-    mark_pareto(rows)
+    mark_pareto(rows, include_invalid=options.include_invalid)
     return rows
 
 
-def _coords(x_field: str, y_field: str) -> Any:
+def _coords(x_field: str, y_field: str, statuses: frozenset[str]) -> Any:
     def key(row: Mapping[str, Any]) -> tuple[float | None, float | None]:
-        if row.get("status") != "ok":
+        if row.get("status") not in statuses:
             return None, None
         x, y = row.get(x_field), row.get(y_field)
         return (x if is_finite_number(x) else None, y if is_finite_number(y) else None)
@@ -216,12 +221,18 @@ def _coords(x_field: str, y_field: str) -> Any:
     return key
 
 
-def mark_pareto(rows: Sequence[dict[str, Any]]) -> None:
-    """Set on_pareto, on_pareto_overall, on_pareto_latency on each row (in place)."""
-    intvty = _coords(INTERACTIVITY, THROUGHPUT)
+def mark_pareto(rows: Sequence[dict[str, Any]], *, include_invalid: bool = False) -> None:
+    """Set on_pareto, on_pareto_overall, on_pareto_latency on each row (in place).
+
+    Only ok points can be on a frontier; ``include_invalid`` admits invalid ones.
+    """
+    statuses = frozenset({"ok", "invalid"} if include_invalid else {"ok"})
+    intvty = _coords(INTERACTIVITY, THROUGHPUT, statuses)
     flags = mask_by_group(rows, intvty, lambda r: r["group"])
     overall = mask_by_group(rows, intvty, lambda r: (r["model"], r["scenario"]))
-    latency = mask_by_group(rows, _coords(LATENCY, THROUGHPUT), lambda r: r["group"], x="min")
+    latency = mask_by_group(
+        rows, _coords(LATENCY, THROUGHPUT, statuses), lambda r: r["group"], x="min"
+    )
     for row, a, b, c in zip(rows, flags, overall, latency, strict=True):
         row["on_pareto"] = a
         row["on_pareto_overall"] = b

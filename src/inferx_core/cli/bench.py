@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from inferx_core.cli.db import add_db_arguments, db_ingester
 from inferx_core.cli.interop import add_export_arguments, point_exporter, print_export_report
+from inferx_core.cli.validity import add_validity_arguments, failed_points
 
 if TYPE_CHECKING:
     from inferx_core.config.models import BenchConfig
@@ -77,6 +78,7 @@ def register_command(sub: Any) -> None:
     p.add_argument("--no-progress", action="store_true")
     add_export_arguments(p)
     add_db_arguments(p)
+    add_validity_arguments(p)
     p.set_defaults(handler=cmd_bench)
 
 
@@ -208,4 +210,4 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if config.output_dir:
             print(f"results: {config.output_dir}/")
     export_failed = exporter is not None and print_export_report(exporter.report, sys.stderr)
-    return 0 if all(o.status == "ok" for o in outcomes) and not export_failed else 1
+    return 0 if not failed_points(outcomes, args) and not export_failed else 1

@@ -91,6 +91,11 @@ def register_command(sub: Any) -> None:
     p.add_argument("--title", help="page title")
     p.add_argument("--no-plots", action="store_true", help="table and CSV only")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.add_argument(
+        "--include-invalid",
+        action="store_true",
+        help="let points that failed a validity check onto the Pareto frontiers",
+    )
     _add_cost_arguments(p)
     p.set_defaults(handler=cmd_report)
 
@@ -128,6 +133,7 @@ def cost_options(args: argparse.Namespace) -> CostOptions:
             usd_per_gpu_hour=parse_per_type(args.usd_per_gpu_hour, "--usd-per-gpu-hour"),
             kw_per_gpu=parse_per_type(args.kw_per_gpu, "--kw-per-gpu"),
             num_gpus=args.num_gpus,
+            include_invalid=getattr(args, "include_invalid", False),
         )
     except ValueError as exc:
         raise UserFacingError(str(exc)) from exc

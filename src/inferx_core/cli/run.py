@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from inferx_core.cli.db import add_db_arguments, db_ingester
 from inferx_core.cli.interop import add_export_arguments, point_exporter, print_export_report
+from inferx_core.cli.validity import add_validity_arguments, failed_points
 
 if TYPE_CHECKING:
     from inferx_core.config.models import RunConfig
@@ -111,6 +112,7 @@ def register_command(sub: Any) -> None:
     add_filter_arguments(p)
     add_export_arguments(p)
     add_db_arguments(p)
+    add_validity_arguments(p)
     p.set_defaults(handler=cmd_run)
 
     # Hidden: what a batch job runs on its node (see inferx_core.executors.jobs).
@@ -316,7 +318,8 @@ def _execute(
     print(f"results: {', '.join(folders)}")
     export_failed = exporter is not None and print_export_report(exporter.report, sys.stderr)
     inaccurate = getattr(args, "require_accuracy", False) and accuracy_failures(summary.outcomes)
-    return 0 if summary.ok and not export_failed and not inaccurate else 1
+    failed = failed_points(summary.outcomes, args)
+    return 0 if not failed and not export_failed and not inaccurate else 1
 
 
 def cmd_run(args: argparse.Namespace) -> int:

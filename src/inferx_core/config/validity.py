@@ -28,8 +28,10 @@ class ValidityLimits(StrictModel):
         le=1,
         description="Multi-token replies whose every chunk arrived at once (TTFT = E2E)",
     )
-    max_loop_lag_p99_ms: float = Field(
-        default=20.0, gt=0, description="p99 event-loop lag of the client during the window"
+    max_loop_lag_p95_ms: float = Field(
+        default=20.0,
+        gt=0,
+        description="p95 event-loop lag (a lone hiccup is not starvation) of the client during the window",
     )
     max_client_cpu_fraction: float = Field(
         default=0.9, gt=0, le=1, description="Client process CPU time / wall time (one loop)"

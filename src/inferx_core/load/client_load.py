@@ -22,7 +22,7 @@ import psutil
 class ClientLoad:
     """How busy the client was during the window (see the module doc)."""
 
-    loop_lag_p99_ms: float | None
+    loop_lag_p95_ms: float | None
     loop_lag_max_ms: float | None
     process_cpu_fraction: float | None  # CPU seconds of the client / wall seconds
     cores: tuple[int, ...]  # the CPUs the client may run on
@@ -81,7 +81,7 @@ class ClientLoadMeter:
         lags = [lag for when, lag in self.lags if window_start_ns <= when <= end]
         lag_ms = np.maximum(np.asarray(lags, dtype=float), 0.0) * 1000 if lags else None
         return ClientLoad(
-            loop_lag_p99_ms=None if lag_ms is None else float(np.percentile(lag_ms, 99)),
+            loop_lag_p95_ms=None if lag_ms is None else float(np.percentile(lag_ms, 95)),
             loop_lag_max_ms=None if lag_ms is None else float(lag_ms.max()),
             process_cpu_fraction=cpu,
             cores=self.cores,

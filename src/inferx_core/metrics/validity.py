@@ -170,14 +170,14 @@ def _usage(records: Sequence[RequestRecord], limits: ValidityLimits) -> Validity
 
 def _client(load: ClientLoad, limits: ValidityLimits) -> list[ValidityCheck]:
     checks = []
-    if load.loop_lag_p99_ms is not None:
+    if load.loop_lag_p95_ms is not None:
         checks.append(
             _check(
                 "client_loop_lag",
-                load.loop_lag_p99_ms,
-                limits.max_loop_lag_p99_ms,
-                load.loop_lag_p99_ms <= limits.max_loop_lag_p99_ms,
-                f"the client's event loop ran {load.loop_lag_p99_ms:.1f} ms late at p99 (max "
+                load.loop_lag_p95_ms,
+                limits.max_loop_lag_p95_ms,
+                load.loop_lag_p95_ms <= limits.max_loop_lag_p95_ms,
+                f"the client's event loop ran {load.loop_lag_p95_ms:.1f} ms late at p95 (max "
                 f"{load.loop_lag_max_ms or 0:.1f}): timestamps are that late",
             )
         )

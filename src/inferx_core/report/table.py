@@ -16,6 +16,8 @@ from inferx_core.results.files import write_text_atomic
 CSV_COLUMNS: tuple[str, ...] = (
     "point_id",
     "status",
+    "valid",
+    "validity_failing",
     "group",
     "series",
     "hardware",

@@ -1,0 +1,186 @@
+"""The validity verdict: each check against records made to break it, and where it shows."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from types import SimpleNamespace
+
+import pytest
+from result_factory import make_model
+
+from inferx_core.analysis.points import build_rows
+from inferx_core.cli.validity import failed_points
+from inferx_core.config.validity import ValidityLimits
+from inferx_core.load.client_load import ClientLoad, ClientLoadMeter
+from inferx_core.load.records import RequestRecord
+from inferx_core.metrics.summarize import summarize
+from inferx_core.metrics.validity import assess
+
+MS = 1_000_000
+
+
+def rec(i: int, send: int, chunks: list[int], usage: int | None = None, **kw) -> RequestRecord:
+    return RequestRecord(
+        request_id=i, prompt_tokens=8, max_tokens=7, send_ns=send, chunk_ns=chunks,
+        usage_output_tokens=usage if usage is not None else len(chunks),
+        end_ns=(chunks[-1] if chunks else send) + MS, **kw,
+    )  # fmt: skip
+
+
+def healthy(n: int, start: int = 0, spacing: int = 20 * MS) -> list[RequestRecord]:
+    return [
+        rec(i, start + i * spacing, [start + i * spacing + (10 + 3 * k) * MS for k in range(5)])
+        for i in range(n)
+    ]
+
+
+def verdict(records, *, rate=None, load=None, limits=None):
+    flat = summarize(
+        records,
+        window_start_ns=min(r.send_ns for r in records),
+        window_end_ns=max(r.end_ns for r in records),
+        percentiles=[50.0, 99.0],
+    )
+    return assess(records, flat, open_loop_rate=rate, client_load=load, limits=limits)
+
+
+def failing(v) -> set[str]:
+    return {c.name for c in v.failing}
+
+
+def test_healthy_point_is_valid_but_small_samples_are_marked() -> None:
+    v = verdict(healthy(12))
+    assert v.valid and not v.failing
+    marks = {c.name: c for c in v.checks if c.severity == "marks" and not c.passed}
+    assert "sample_size.p99_ttft_ms" in marks  # 12 samples: the p99 is their maximum
+    assert marks["sample_size.p99_ttft_ms"].limit == 100
+    assert marks["sample_size.p99_itl_ms"].value == 48  # 12 replies x 4 gaps
+    v = verdict(healthy(30))  # 120 gaps: enough for an ITL p99, not a TTFT one
+    names = {c.name for c in v.checks if not c.passed}
+    assert "sample_size.p99_ttft_ms" in names and "sample_size.p99_itl_ms" not in names
+
+
+def test_a_usage_claim_beyond_max_tokens_invalidates() -> None:
+    records = healthy(6)
+    records[2] = rec(2, 40 * MS, [50 * MS, 52 * MS, 54 * MS, 56 * MS], usage=1_000_000)
+    v = verdict(records)
+    assert failing(v) == {"usage_cross_check"}
+    [check] = [c for c in v.checks if c.name == "usage_cross_check"]
+    assert "request 2" in check.why and "max_tokens was 7" in check.why
+
+
+def test_error_rate_above_five_percent_names_the_kinds() -> None:
+    records = [*healthy(9), rec(9, 300 * MS, [], error="HTTP 429", error_kind="http_status")]
+    v = verdict(records)
+    assert failing(v) == {"error_rate"}
+    [check] = [c for c in v.checks if c.name == "error_rate"]
+    assert check.value == pytest.approx(0.1) and "http_status 1" in check.why
+    loose = verdict(records, limits=ValidityLimits(max_error_rate=0.2))
+    assert loose.valid
+
+
+def test_replies_read_at_once_invalidate() -> None:
+    records = healthy(10)
+    for i in (1, 4, 7):  # every chunk stamped at the same instant: TTFT == E2E
+        t = records[i].chunk_ns[-1]
+        records[i] = rec(i, records[i].send_ns, [t] * 5)
+    v = verdict(records)
+    assert {"whole_reply_at_once", "chunk_coalescing"} <= failing(v)
+
+
+def test_open_loop_that_falls_behind_its_rate_is_invalid() -> None:
+    records = healthy(20, spacing=100 * MS)  # 10 req/s sent
+    for r in records:
+        r.scheduled_ns = r.send_ns - 40 * MS  # each sent 40 ms after it was due
+    v = verdict(records, rate=200.0)
+    assert {"achieved_rate", "dispatch_lateness"} <= failing(v)
+    [rate] = [c for c in v.checks if c.name == "achieved_rate"]
+    assert rate.value == pytest.approx(10.0 / 200.0)
+    assert verdict(records, rate=10.0, limits=ValidityLimits(max_dispatch_lateness_p99_ms=50)).valid
+
+
+def test_a_starved_client_is_invalid() -> None:
+    starved = ClientLoad(
+        loop_lag_p95_ms=45.0, loop_lag_max_ms=80.0, process_cpu_fraction=0.97,
+        cores=(0,), cores_busy_fraction=1.0,
+    )  # fmt: skip
+    v = verdict(healthy(10), load=starved)
+    assert failing(v) == {"client_loop_lag", "client_cpu"}
+    # a busy core alone is a mark: the lag and coalescing checks tell its cost
+    busy = ClientLoad(1.0, 2.0, 0.2, (0,), 1.0)
+    assert verdict(healthy(10), load=busy).valid
+
+
+def test_meter_sees_a_blocked_event_loop() -> None:
+    meter = ClientLoadMeter(interval_s=0.005)
+
+    async def run() -> None:
+        probe = asyncio.ensure_future(meter.probe())
+        await asyncio.sleep(0.05)
+        time.sleep(0.12)  # the load's loop blocked, as by a CPU-bound callback
+        await asyncio.sleep(0.05)
+        probe.cancel()
+
+    meter.start()
+    asyncio.run(run())
+    load = meter.stop()
+    assert load.loop_lag_max_ms is not None and load.loop_lag_max_ms >= 100
+    assert load.process_cpu_fraction is not None and load.cores
+
+
+def _invalid(result):
+    from inferx_core.metrics.validity import Validity, ValidityCheck
+    from inferx_core.results.model import InvalidResult
+
+    check = ValidityCheck(name="client_loop_lag", value=50.0, limit=20.0, passed=False, why="late")
+    data = result.model_dump() | {"status": "invalid", "failure_reason": "invalid: late"}
+    return InvalidResult.model_validate(data | {"validity": Validity(valid=False, checks=[check])})
+
+
+def test_invalid_points_leave_the_frontier_unless_asked() -> None:
+    from inferx_core.analysis.cost import CostOptions
+
+    good = make_model("m-c1", tput_per_gpu=100.0, median_intvty=50.0, concurrency=1)
+    fast = make_model("m-c8", tput_per_gpu=900.0, median_intvty=60.0, concurrency=8)
+    rows = {r["point_id"]: r for r in build_rows([good, _invalid(fast)])}
+    assert rows["m-c1"]["on_pareto"] and not rows["m-c8"]["on_pareto"]
+    assert rows["m-c8"]["valid"] is False and rows["m-c8"]["validity_failing"] == "client_loop_lag"
+    rows = {
+        r["point_id"]: r
+        for r in build_rows([good, _invalid(fast)], CostOptions(include_invalid=True))
+    }
+    assert rows["m-c8"]["on_pareto"] and not rows["m-c1"]["on_pareto"]
+
+
+STATUSES = ("ok", "invalid", "failed")
+
+
+def test_invalid_fails_the_command_only_when_required() -> None:
+    outcomes = [SimpleNamespace(point_id=p, status=s) for p, s in zip("abc", STATUSES, strict=True)]
+    assert failed_points(outcomes, argparse.Namespace(require_valid=False)) == ["c"]
+    assert failed_points(outcomes, argparse.Namespace(require_valid=True)) == ["b", "c"]
+
+
+def test_every_bench_point_carries_its_verdict(tmp_path) -> None:
+    from inferx_core.config.models import BenchConfig, LoadProfile, Workload
+    from inferx_core.pipeline.point import run_bench
+    from inferx_core.results.files import read_result
+    from inferx_core.testing import ServerProcess
+
+    with ServerProcess(ttft_ms=10, itl_ms=3) as server:
+        config = BenchConfig(
+            base_url=server.base_url,
+            workload=Workload(isl=16, osl=6),
+            load=LoadProfile(concurrency=[2], num_prompts=6),
+            output_dir=tmp_path,
+        )
+        [outcome] = run_bench(config, progress=False)
+    result = read_result(outcome.path)
+    names = {c.name for c in result.validity.checks}
+    assert {"error_rate", "usage_cross_check", "chunk_coalescing", "client_loop_lag"} <= names
+    assert {"client_cpu", "client_cores_busy", "whole_reply_at_once"} <= names
+    # the status follows the verdict: ok only when valid
+    assert (result.status == "ok") == result.validity.valid
+    assert result.status in ("ok", "invalid") and result.flat()["valid"] == result.validity.valid

@@ -31,7 +31,7 @@ class ValidityLimits(StrictModel):
     max_loop_lag_p95_ms: float = Field(
         default=20.0,
         gt=0,
-        description="p95 event-loop lag (a lone hiccup is not starvation) of the client during the window",
+        description="p95 event-loop lag of the client (one hiccup is not starvation)",
     )
     max_client_cpu_fraction: float = Field(
         default=0.9, gt=0, le=1, description="Client process CPU time / wall time (one loop)"

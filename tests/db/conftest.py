@@ -10,7 +10,9 @@ root, so when the tests are root the server runs as the unprivileged
 in a folder owned by it; otherwise as the current user. At the end the server
 is stopped (``pg_ctl stop -m fast``) and the folder removed.
 
-Each test gets its own database (``db_url``), created on that server. Where
+When the binaries are missing and the tests run as root with apt-get (as CI
+does), Debian's ``postgresql`` package is installed first. Each test gets its
+own database (``db_url``), created on that server. Where
 the binaries or psycopg are missing the PostgreSQL tests skip with the reason;
 with ``INFERX_REQUIRE_POSTGRES=1`` (``.ci/run``) they fail instead.
 """
@@ -50,6 +52,19 @@ def pg_bin() -> Path | None:
     for folder in candidates:
         if all(os.access(Path(folder) / tool, os.X_OK) for tool in ("initdb", "pg_ctl")):
             return Path(folder)
+    return None
+
+
+def _install() -> str | None:
+    """Install Debian's postgresql (root with apt-get only); None when done, else why not."""
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return "not root with apt-get, so postgresql cannot be installed"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for argv in (["apt-get", "-q", "update"], ["apt-get", "-y", "-q", "install", "postgresql"]):
+        proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=900, check=False)  # fmt: skip
+        if proc.returncode != 0:
+            return f"`{' '.join(argv)}` failed: {proc.stderr[-800:]}"
     return None
 
 
@@ -129,6 +144,8 @@ def postgres_server() -> Iterator[PostgresServer]:
     except ImportError:
         _unavailable("psycopg is not installed (pip install 'inferx-core[postgres]')")
     bin_dir = pg_bin()
+    if bin_dir is None and _install() is None:
+        bin_dir = pg_bin()
     if bin_dir is None:
         _unavailable("no initdb/pg_ctl under /usr/lib/postgresql/*/bin (apt install postgresql)")
     assert bin_dir is not None

@@ -193,7 +193,8 @@ def test_secrets_reach_the_engine_but_no_result_file(happy: dict[str, Any]) -> N
     for path in files:
         assert SECRET not in path.read_text(errors="replace"), path
     for result in results_in(out).values():
-        assert result["config"]["engine_env"] == {"HF_TOKEN": "***", "FAKE_ENGINE_FLAG": "on"}
+        # issue 15: redaction by value; a name off the allow-list (CUDA_*, ...) is masked too
+        assert result["config"]["engine_env"] == {"HF_TOKEN": "***", "FAKE_ENGINE_FLAG": "***"}
         assert result["launch"]["spec"]["env"]["HF_TOKEN"] == "***"
         assert result["launch"]["launcher"]["env"]["HF_TOKEN"] == "***"
 

@@ -183,7 +183,7 @@ def test_describe_groups_by_gpus_and_moves_images_to_srun(tmp_path: Path) -> Non
 # -- secrets --------------------------------------------------------------------------------------
 def test_secrets_are_split_out_and_restored_exactly() -> None:
     c = cfg(
-        engine_env={"HF_TOKEN": SECRET, "PLAIN": "x"},
+        engine_env={"HF_TOKEN": SECRET, "PLAIN": "x", "NCCL_DEBUG": "INFO"},
         engine_args={"api-key": "k-123", "max-num-seqs": 8},
         extra_argv=["--api-key", "k-123", "--other", "1"],
     )
@@ -192,10 +192,11 @@ def test_secrets_are_split_out_and_restored_exactly() -> None:
     clean, refs = split_secrets(data, registry)
     text = json.dumps(clean)
     assert SECRET not in text and "k-123" not in text
-    assert clean["engine_env"] == {"HF_TOKEN": "***", "PLAIN": "x"}
+    # issue 15: every engine_env value is a secret unless its name is known to hold none
+    assert clean["engine_env"] == {"HF_TOKEN": "***", "PLAIN": "***", "NCCL_DEBUG": "INFO"}
     assert clean["extra_argv"] == ["--api-key", "***", "--other", "1"]
     # one variable per distinct value, named, never the value
-    assert len(registry) == 2 and all(n.startswith(SECRET_ENV_PREFIX) for n in registry.values())
+    assert len(registry) == 3 and all(n.startswith(SECRET_ENV_PREFIX) for n in registry.values())
     env = secret_environment(registry)
     restored = restore_secrets(json.loads(text), refs, env)
     assert RunConfig.model_validate(restored) == c

@@ -19,6 +19,7 @@ from pydantic import Field, field_validator, model_validator
 from inferx_core.config.base import StrictModel
 from inferx_core.config.checks import check_base_url, check_fits_context, check_percentiles
 from inferx_core.config.evals import EvalsConfig
+from inferx_core.config.secrets import env_secret_values, header_secret_values, remember_secrets
 
 RangeSemantics = Literal["inferencex", "vllm", "sglang", "fixed"]
 ApiKind = Literal["completions", "chat"]
@@ -89,6 +90,11 @@ class ServerConfig(StrictModel):
         default_factory=dict,
         description="Sampler name -> interval s (default nvml 0.5, host 1.0, engine_metrics 1.0)",
     )
+
+    @model_validator(mode="after")
+    def _remember_secrets(self) -> ServerConfig:
+        remember_secrets(env_secret_values(self.engine_env))  # every writer masks them
+        return self
 
     @property
     def name_served(self) -> str:
@@ -276,6 +282,11 @@ class BenchConfig(StrictModel):
     @classmethod
     def _percentiles(cls, value: list[float]) -> list[float]:
         return check_percentiles(value)
+
+    @model_validator(mode="after")
+    def _remember_secrets(self) -> BenchConfig:
+        remember_secrets(header_secret_values(self.headers))  # every writer masks them
+        return self
 
 
 def is_sweep(data: dict[str, Any]) -> bool:

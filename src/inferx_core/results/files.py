@@ -2,6 +2,9 @@
 
 A result file is either complete or absent: content goes to a temporary file
 in the same folder, is flushed to disk, then renamed over the final name.
+Every text written here passes :func:`inferx_core.config.secrets.scrub`: a
+secret value from a config (an ``engine_env`` value, a header, an API key)
+never lands on disk, wherever it turns up (an error message, an argv).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from inferx_core.config.secrets import scrub
 from inferx_core.results.model import PointResultBase, parse_result
 
 RESULT_SUFFIX = ".json"
@@ -43,19 +47,20 @@ def _atomic_write(path: Path, write: Any, *, newline: str | None = None) -> Path
 
 def write_text_atomic(path: Path, text: str) -> Path:
     """``text`` (UTF-8, line endings as given) written atomically: complete or absent."""
+    text = scrub(text)
     return _atomic_write(path, lambda h: h.write(text), newline="")
 
 
 def write_json_atomic(path: Path, data: Any) -> Path:
     """Strict JSON (no NaN/Infinity), written atomically."""
-    text = json.dumps(data, indent=2, allow_nan=False, default=str)
+    text = scrub(json.dumps(data, indent=2, allow_nan=False, default=str))
     return _atomic_write(path, lambda h: h.write(text + "\n"))
 
 
 def write_jsonl_atomic(path: Path, rows: Iterable[Any]) -> Path:
     def write(handle: Any) -> None:
         for row in rows:
-            handle.write(json.dumps(row, allow_nan=False, default=str) + "\n")
+            handle.write(scrub(json.dumps(row, allow_nan=False, default=str)) + "\n")
 
     return _atomic_write(path, write)
 

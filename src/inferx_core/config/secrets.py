@@ -1,0 +1,133 @@
+"""Which configured values are secrets, and the process-wide list of them (redaction by value).
+
+Every value of ``engine_env``, of bench ``headers`` and every API key is a
+secret unless its name is on an explicit allow-list of names known to carry
+no secret (``CUDA_*``, ``NCCL_*``, ``VLLM_*`` that do not name a token, ...;
+:func:`is_public_env_name`). The config models hand their secret values to
+:func:`remember_secrets` when they are validated; every writer of results,
+sidecars, logs, plans and batch scripts then replaces any of them, wherever
+it appears, with ``***`` (:func:`scrub`). Values shorter than
+:data:`MIN_SCRUB_CHARS`, and numbers, are hidden only in their own field:
+replacing "1" everywhere would destroy the file.
+
+This module sits in ``config`` (below ``sdk``) so the models can fill the
+list; :mod:`inferx_core.sdk.redact` builds on it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import threading
+from collections.abc import Iterable, Mapping
+
+REDACTED = "***"
+#: A value this long or longer is also replaced wherever it appears in written text.
+MIN_SCRUB_CHARS = 6
+
+# A name that says it holds a secret is never public, whatever its prefix.
+_SECRET_WORDS = re.compile(
+    r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE", re.IGNORECASE
+)
+
+#: Environment variable names known to hold no secret (fnmatch patterns, upper case).
+PUBLIC_ENV_PATTERNS: tuple[str, ...] = (
+    "CUDA_*", "NCCL_*", "NVIDIA_*", "CUBLAS_*", "CUDNN_*", "TORCH_*", "TORCHINDUCTOR_*",
+    "PYTORCH_*", "VLLM_*", "SGLANG_*", "TRTLLM_*", "TLLM_*", "TRITON_*", "FLASHINFER_*",
+    "ROCM_*", "HIP_*", "HSA_*", "ROCR_*", "AMD_*", "MIOPEN_*", "RCCL_*", "UCX_*", "GLOO_*",
+    "OMP_*", "MKL_*", "KMP_*", "OPENBLAS_*", "TOKENIZERS_PARALLELISM", "HF_HUB_OFFLINE",
+    "HF_HUB_ENABLE_HF_TRANSFER", "HF_HUB_DISABLE_*", "HF_HOME", "HF_DATASETS_OFFLINE",
+    "TRANSFORMERS_OFFLINE", "TRANSFORMERS_CACHE", "PYTHONUNBUFFERED", "PYTHONHASHSEED",
+    "PYTHONPATH", "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "HOME", "TMPDIR", "TZ", "LANG",
+    "LC_*", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK",
+    "XDG_*", "INFERX_CONTAINER_MOUNTS",
+)  # fmt: skip
+
+#: HTTP headers known to hold no secret (lower case).
+PUBLIC_HEADERS = frozenset(
+    {"accept", "accept-encoding", "content-type", "user-agent", "x-request-id", "connection"}
+)
+
+
+def is_public_env_name(name: str) -> bool:
+    """True when ``name`` is on the allow-list and does not name a secret (see module doc)."""
+    upper = name.upper()
+    if _SECRET_WORDS.search(upper):
+        return False
+    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in PUBLIC_ENV_PATTERNS)
+
+
+def is_public_header(name: str) -> bool:
+    return name.lower() in PUBLIC_HEADERS
+
+
+def env_secret_values(env: Mapping[str, str]) -> list[str]:
+    return [v for k, v in env.items() if v and not is_public_env_name(str(k))]
+
+
+def header_secret_values(headers: Mapping[str, str]) -> list[str]:
+    """Header values and, for ``Bearer x`` / ``Basic x``, the credential ``x`` alone."""
+    out = []
+    for name, value in headers.items():
+        if value and not is_public_header(str(name)):
+            out.append(value)
+            scheme, _, credential = value.partition(" ")
+            if credential and scheme.lower() in ("bearer", "basic", "token"):
+                out.append(credential.strip())
+    return out
+
+
+def _scrubbable(value: str) -> bool:
+    """Long enough, and not a number (replacing digits inside JSON numbers would break them)."""
+    if len(value) < MIN_SCRUB_CHARS:
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return True
+    return False
+
+
+class _Secrets:
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+        self._lock = threading.Lock()
+        self._pattern: re.Pattern[str] | None = None
+
+    def add(self, values: Iterable[str]) -> None:
+        new = {v for v in values if isinstance(v, str) and _scrubbable(v)}
+        new |= {json.dumps(v)[1:-1] for v in new}  # as it appears inside a JSON string
+        with self._lock:
+            if new - self._values:
+                self._values |= new
+                # longest first: a secret containing another is replaced whole
+                ordered = sorted(self._values, key=len, reverse=True)
+                self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
+
+    def scrub(self, text: str) -> str:
+        pattern = self._pattern
+        return text if pattern is None else pattern.sub(REDACTED, text)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+            self._pattern = None
+
+
+_SECRETS = _Secrets()
+
+
+def remember_secrets(values: Iterable[str]) -> None:
+    """Add values to the process-wide list every writer scrubs (idempotent)."""
+    _SECRETS.add(values)
+
+
+def scrub(text: str) -> str:
+    """``text`` with every remembered secret value replaced by ``***``."""
+    return _SECRETS.scrub(text)
+
+
+def forget_secrets() -> None:
+    """Empty the list (tests)."""
+    _SECRETS.clear()

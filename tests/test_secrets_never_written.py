@@ -1,0 +1,130 @@
+"""A value put in a secret-bearing field never appears in any file InferX writes (issue 15).
+
+Secret-bearing: every ``engine_env`` value whose name is not on the
+allow-list, every bench header (Cookie, Proxy-Authorization, ...), every API
+key. Hypothesis picks the values; a bench against the scripted server, a run
+of the fake engine, the log, ``inferx plan --json`` and the SLURM batch
+script are then searched for them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import string
+from pathlib import Path
+
+import fake_engine
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from inferx_core.cli.app import main
+from inferx_core.config.models import RunConfig
+from inferx_core.config.secrets import is_public_env_name
+from inferx_core.executors.slurm import SlurmExecutor
+from inferx_core.pipeline.run import run_configs
+from inferx_core.sdk.log import configure_logging
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.platform import Platform
+from inferx_core.sdk.redact import redact
+from inferx_core.testing import ServerProcess
+
+# Real secrets: printable, no whitespace, at least 8 characters and not a bare number.
+secrets = st.text(alphabet=string.ascii_letters + string.digits + "-_./+=", min_size=8, max_size=40)
+secrets = secrets.filter(lambda s: any(c.isalpha() for c in s))
+FEW = settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),  # no shrinking: each example is a run
+)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ServerProcess() as srv:
+        yield srv
+
+
+def written_text(root: Path) -> dict[Path, str]:
+    return {p: p.read_text(errors="replace") for p in root.rglob("*") if p.is_file()}
+
+
+def assert_nowhere(values: list[str], texts: dict[Path, str] | dict[str, str]) -> None:
+    for where, text in texts.items():
+        for value in values:
+            assert value not in text, f"secret {value!r} in {where}"
+
+
+def test_allow_list_is_explicit_and_never_covers_a_token_name() -> None:
+    assert is_public_env_name("CUDA_VISIBLE_DEVICES") and is_public_env_name("NCCL_DEBUG")
+    assert is_public_env_name("VLLM_CPU_KVCACHE_SPACE")
+    for name in ("VLLM_API_KEY", "NCCL_TOKEN", "AWS_SECRET_ACCESS_KEY", "MY_SETTING", "HF_TOKEN"):
+        assert not is_public_env_name(name), name
+
+
+@FEW
+@given(cookie=secrets, proxy=secrets, bearer=secrets, custom=secrets)
+def test_bench_headers_never_reach_a_file_or_the_log(
+    server: ServerProcess, tmp_path_factory: pytest.TempPathFactory, cookie: str, proxy: str,
+    bearer: str, custom: str,
+) -> None:  # fmt: skip
+    root = tmp_path_factory.mktemp("bench")
+    headers = {"Cookie": f"session={cookie}", "Proxy-Authorization": f"Basic {proxy}",
+               "Authorization": f"Bearer {bearer}", "X-Tenant": custom}  # fmt: skip
+    config = {"base_url": server.base_url, "headers": headers, "output_dir": str(root / "out"),
+              "workload": {"isl": 8, "osl": 2}, "load": {"concurrency": [1], "num_prompts": 2},
+              "telemetry": False}  # fmt: skip
+    path = root / "bench.json"
+    path.write_text(json.dumps(config))
+    log = io.StringIO()
+    configure_logging("json", "debug", stream=log)
+    try:
+        assert main(["bench", str(path), "--no-progress"]) in (0, 1)  # 1: "invalid" on a busy box
+    finally:
+        configure_logging()
+    path.unlink()  # the user's own config file holds them, of course
+    texts = written_text(root)
+    assert any(p.name.endswith(".requests.jsonl") for p in texts)
+    assert_nowhere([cookie, proxy, bearer, custom], {**texts, "log": log.getvalue()})
+
+
+@FEW
+@given(aws=secrets, plain=secrets, key=secrets)
+def test_engine_env_never_reaches_results_sidecars_logs_plans_or_sbatch(
+    tmp_path_factory: pytest.TempPathFactory, aws: str, plain: str, key: str
+) -> None:
+    root = tmp_path_factory.mktemp("run")
+    cfg = RunConfig.model_validate({
+        "engine": "fake", "model": "m", "plugin_options": {"mode": "ok"},
+        "engine_env": {"AWS_SECRET_ACCESS_KEY": aws, "MY_SETTING": plain, "NCCL_DEBUG": "INFO"},
+        "extra_argv": ["--api-key", key], "readiness_timeout_s": 30, "stop_grace_s": 5,
+        "workload": {"isl": 8, "osl": 2}, "load": {"concurrency": [1], "num_prompts": 2},
+        "output_dir": str(root / "out"),
+    })  # fmt: skip
+    pm = get_plugin_manager(env={"INFERX_PLUGINS": ""}, extra_plugins=[("fake", fake_engine)])
+    log = io.StringIO()
+    configure_logging("console", "debug", stream=log)
+    try:
+        summary = run_configs([cfg], pm=pm, platform=Platform(), progress=False)
+    finally:
+        configure_logging()
+    assert [o.status for o in summary.outcomes] != ["failed"]  # ok (or "invalid" on a busy box)
+    from inferx_core.cli.run import plan
+
+    plans = json.dumps(plan([cfg], pm, Platform()))
+    view = SlurmExecutor({"gpus_per_node": 0}).describe([cfg], root / "slurm")
+    scripts = "\n".join(job["script"] for job in view["jobs"])
+    texts = {**written_text(root / "out"), "log": log.getvalue(), "plan": plans,
+             "sbatch": scripts, "describe": json.dumps(view)}  # fmt: skip
+    texts = {k: v for k, v in texts.items() if not str(k).endswith("engine.log")}  # the engine's
+    assert_nowhere([aws, plain, key], texts)
+    result = json.loads(next((root / "out").glob("*.json")).read_text())
+    assert result["provenance"]["config"]["engine_env"]["NCCL_DEBUG"] == "INFO"  # allow-listed
+
+
+def test_a_secret_in_free_text_is_masked_by_value() -> None:
+    RunConfig.model_validate({"engine": "x", "model": "m", "engine_env": {"DB_URL": "pg://u:pw9"}})
+    message = "engine said: cannot reach pg://u:pw9 (refused)"
+    assert "pw9" not in redact({"error": message})["error"]

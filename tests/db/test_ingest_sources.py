@@ -1,0 +1,90 @@
+"""Points reach the database from ``inferx bench --db`` as they finish, and from vLLM and
+InferenceX files (``inferx db ingest``), against the scripted SSE server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from inferx_core.cli import main
+from inferx_core.db.store import Filters, open_db
+from inferx_core.testing import ServerProcess
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ServerProcess(ttft_ms=10, itl_ms=2) as s:
+        yield s
+
+
+def _bench(server: ServerProcess, output: Path, *extra: str) -> int:
+    argv = ["bench", "--base-url", server.base_url, "--concurrency", "1,2", "--isl", "16"]
+    argv += ["--osl", "6", "--num-prompts", "4", "--output", str(output), "--no-progress"]
+    return main([*argv, *extra])
+
+
+def test_bench_db_stores_each_point_as_it_finishes(server, db_url, tmp_path, capsys) -> None:
+    seen: list[int] = []
+    import inferx_core.db.ingest as ingest
+
+    real = ingest.PointIngester.__call__
+
+    def spy(self, outcome):  # the count in the database right after each point
+        real(self, outcome)
+        with open_db(self.url) as db:
+            seen.append(db.count())
+
+    ingest.PointIngester.__call__ = spy
+    try:
+        code = _bench(server, tmp_path / "out", f"--db={db_url}", "--db-label", "nightly")
+    finally:
+        ingest.PointIngester.__call__ = real
+    assert code == 0
+    assert seen == [1, 2]
+    with open_db(db_url) as db:
+        rows = db.points(Filters(label=["nightly"]))
+    assert [r["concurrency"] for r in rows] == [1, 2]
+    assert all(r["status"] == "ok" and r["tput_per_gpu"] > 0 for r in rows)
+    assert {Path(r["source_path"]).parent for r in rows} == {tmp_path / "out"}
+    # ingesting the same folder afterwards adds nothing: the content is already there
+    assert main(["db", "ingest", str(tmp_path / "out"), "--db", db_url, "--label", "nightly"]) == 0
+    assert "0 point(s) stored, 2 already stored" in capsys.readouterr().out
+
+
+def test_bench_with_an_unreachable_db_fails_before_any_load(server, tmp_path, capsys) -> None:
+    pytest.importorskip("psycopg")
+    code = _bench(server, tmp_path / "out", "--db=postgresql://x@127.0.0.1:1/none")
+    assert code == 2 and "cannot connect" in capsys.readouterr().err
+    assert not list((tmp_path / "out").glob("*.json"))
+
+
+def test_vllm_and_inferencex_files_are_ingested_once(server, db_url, tmp_path, capsys) -> None:
+    assert _bench(server, tmp_path / "results") == 0
+    argv = ["export", str(tmp_path / "results"), "--format", "vllm,inferencex"]
+    argv += ["--output", str(tmp_path / "export"), "--set", "hw=h200", "--set", "precision=fp8"]
+    assert main([*argv, "--set", "framework=vllm", "--set", "tp=1"]) == 0
+    files = tmp_path / "files"  # the field's own files, as another pipeline leaves them
+    files.mkdir()
+    for path in (tmp_path / "export").glob("*.json"):
+        if not path.name.startswith("power_"):
+            shutil.copy(path, files / path.name)
+    (files / "notes.json").write_text(json.dumps({"hello": "world"}))
+    capsys.readouterr()
+    assert main(["db", "ingest", str(files), "--db", db_url, "--label", "field"]) == 0
+    captured = capsys.readouterr()
+    assert "4 point(s) stored" in captured.out  # 2 vLLM files + 2 aggregates
+    assert "skipped" in captured.err and "notes.json" in captured.err
+    with open_db(db_url) as db:
+        rows = db.points()
+    sources = sorted(r["source"] for r in rows)
+    assert sources == ["InferenceX aggregate"] * 2 + ["vllm bench serve"] * 2
+    agg = [r for r in rows if r["source"] == "InferenceX aggregate"]
+    assert {r["hardware"] for r in agg} == {"H200"} and all(r["tput_per_gpu"] for r in agg)
+    # the same files from another folder are the same points (content, not path)
+    copy = tmp_path / "copy"
+    shutil.copytree(files, copy)
+    assert main(["db", "ingest", str(copy), "--db", db_url]) == 0
+    assert "0 point(s) stored, 4 already stored" in capsys.readouterr().out

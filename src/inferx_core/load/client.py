@@ -26,6 +26,7 @@ after marking the record.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import ssl as _ssl
 from collections.abc import Mapping, Sequence
@@ -35,6 +36,11 @@ from urllib.parse import urlsplit
 
 from inferx_core.load.connection import RETRY, Connection
 from inferx_core.load.records import RequestRecord
+
+#: Errors that are the client's: out of file descriptors, buffers or local ports.
+CLIENT_RESOURCE_ERRNOS = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.EADDRNOTAVAIL, errno.ENOMEM}
+)
 
 __all__ = [
     "CHAT_PATH",
@@ -293,6 +299,12 @@ async def send_streaming_request(
             if isinstance(exc, asyncio.TimeoutError):
                 record.error_kind = "timeout"
                 record.error = f"connect to {pool.host}:{pool.port} timed out"
+            elif getattr(exc, "errno", None) in CLIENT_RESOURCE_ERRNOS:
+                record.error_kind = "client_resource"
+                record.error = (
+                    f"the client ran out of a resource ({exc!r}): not the server's fault; "
+                    "raise `ulimit -n` or lower the concurrency"
+                )
             else:
                 record.error_kind = "connection"
                 record.error = f"connect to {pool.host}:{pool.port} failed: {exc!r}"

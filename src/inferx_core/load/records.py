@@ -16,6 +16,8 @@ ErrorKind = Literal[
     "stream_error",  # an error payload inside a 200 stream
     "malformed",  # unparseable SSE/JSON
     "no_content",  # the stream finished cleanly but carried no generated content
+    "truncated",  # content, then the body ended with neither [DONE] nor a finish_reason
+    "client_resource",  # the client ran out of file descriptors/ports: its fault, not the server's
     "cancelled",  # the benchmark stopped before the request finished
 ]
 

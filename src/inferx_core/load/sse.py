@@ -324,6 +324,14 @@ class StreamDecoder:
                 f", finish_reason={rec.finish_reason}" if rec.finish_reason else ""
             )
             rec.error_kind = "no_content"
+        elif rec.error is None and not self.done and rec.finish_reason is None:
+            # A close-delimited body cut short looks like a clean end: only the
+            # missing [DONE] and finish_reason tell it from a complete reply.
+            rec.error = (
+                f"stream ended after {len(rec.chunk_ns)} content chunks without [DONE] or a "
+                "finish_reason (truncated)"
+            )
+            rec.error_kind = "truncated"
 
     def _on_event(self, data: str, t_ns: int) -> int:
         self._events += 1

@@ -56,7 +56,20 @@ def _check(name: str, value: float | None, limit: float, ok: bool, why: str, **k
     return ValidityCheck(name=name, value=value, limit=limit, passed=ok, why=why, **kw)
 
 
+def _client_resources(records: Sequence[RequestRecord]) -> ValidityCheck:
+    mine = [r for r in records if r.error_kind == "client_resource"]
+    why = (
+        f"{len(mine)} requests failed for want of client file descriptors or ports "
+        "(raise `ulimit -n`); not counted against the server"
+        if mine
+        else "the client never ran out of descriptors or ports"
+    )
+    return _check("client_resources", float(len(mine)), 0.0, not mine, why)
+
+
 def _error_rate(records: Sequence[RequestRecord], limit: float) -> ValidityCheck:
+    """Failures the server is answerable for (the client's own are their own check)."""
+    records = [r for r in records if r.error_kind != "client_resource"]
     total = len(records)
     failed = [r for r in records if not r.ok]
     rate = len(failed) / total if total else 0.0
@@ -220,7 +233,11 @@ def assess(
     limits = limits or ValidityLimits()
     measured = [r for r in records if not r.warmup]
     ok = [r for r in measured if r.ok]
-    checks = [_error_rate(measured, limits.max_error_rate), _usage(measured, limits)]
+    checks = [
+        _error_rate(measured, limits.max_error_rate),
+        _client_resources(measured),
+        _usage(measured, limits),
+    ]
     checks += list(_coalescing(flat, ok, limits))
     if open_loop_rate is not None and math.isfinite(open_loop_rate):
         checks += _open_loop(measured, open_loop_rate, limits)

@@ -29,6 +29,7 @@ from inferx_core.launch.interrupts import (
 )
 from inferx_core.load.client import ConnectionPool
 from inferx_core.load.client_load import ClientLoad, ClientLoadMeter
+from inferx_core.load.limits import ensure_concurrency_fits
 from inferx_core.load.progress import LoadProgress
 from inferx_core.load.records import RequestRecord
 from inferx_core.load.scheduler import LoadConfig, LoadScheduler, PreparedRequest, ScheduleResult
@@ -370,6 +371,7 @@ def run_point(
     what was measured as ``interrupted`` and re-raises.
     """
     started_at = utc_now()
+    ensure_concurrency_fits(point.concurrency or point.max_concurrency)
     source = _with_target(source or PointSource(point_id, point), point_id, point, target, workload)
     requests = _build_or_note_interrupt(target, point, workload, load, counter, source, output_dir)
     config = _load_config(point, load, workload)

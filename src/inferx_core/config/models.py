@@ -20,6 +20,7 @@ from inferx_core.config.base import StrictModel
 from inferx_core.config.checks import check_base_url, check_fits_context, check_percentiles
 from inferx_core.config.evals import EvalsConfig
 from inferx_core.config.secrets import env_secret_values, header_secret_values, remember_secrets
+from inferx_core.config.validity import ValidityLimits
 
 RangeSemantics = Literal["inferencex", "vllm", "sglang", "fixed"]
 ApiKind = Literal["completions", "chat"]
@@ -229,6 +230,9 @@ class RunConfig(ServerConfig):
     workload: Workload = Field(default_factory=Workload)
     load: LoadProfile = Field(default_factory=LoadProfile)
     slo: SLO = Field(default_factory=SLO)
+    validity: ValidityLimits = Field(
+        default_factory=ValidityLimits, description="Limits of the validity checks (metrics.md)"
+    )
     cost: HardwareCost = Field(default_factory=HardwareCost)
     evals: EvalsConfig | None = Field(default=None, description="Accuracy evals (issue 17)")
     output_dir: Path = Path("results")
@@ -252,6 +256,9 @@ class BenchConfig(StrictModel):
     workload: Workload = Field(default_factory=Workload)
     load: LoadProfile = Field(default_factory=LoadProfile)
     slo: SLO = Field(default_factory=SLO)
+    validity: ValidityLimits = Field(
+        default_factory=ValidityLimits, description="Limits of the validity checks (metrics.md)"
+    )
     cost: HardwareCost = Field(default_factory=HardwareCost)
     num_gpus: int | None = Field(
         default=None, ge=1, description="GPUs behind the server, for per-GPU throughput"

@@ -476,6 +476,7 @@ def _run_points(
             source=PointSource("", point, context={"config": config.model_dump(mode="json")}),
             progress=progress,
             telemetry=telemetry,
+            validity_limits=config.validity,
         )
         outcomes.append(outcome)
         if on_point:

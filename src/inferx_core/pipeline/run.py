@@ -34,7 +34,7 @@ from inferx_core.pipeline.inputs import InputError, check_server_context, check_
 from inferx_core.pipeline.launch_plan import LaunchPlan, launch_context, plan_launch
 from inferx_core.pipeline.point import BenchTarget, PointOutcome, run_point
 from inferx_core.pipeline.requests import continuous_usage_for
-from inferx_core.results.files import is_complete, write_result
+from inferx_core.results.files import ResultWriteError, is_complete, write_result
 from inferx_core.sdk.launcher import ServerHandle
 from inferx_core.sdk.log import get_logger
 from inferx_core.sdk.manager import InferxPluginManager, get_plugin_manager
@@ -225,7 +225,10 @@ class _ServerSession:
                     progress=progress,
                     num_gpus_reason=None if num_gpus else "the engine uses no GPU (CPU build)",
                     telemetry=telemetry,
+                    validity_limits=cfg.validity,
                 )
+            except ResultWriteError:
+                raise  # a full disk fails every point after it too: stop the run, say why
             except Exception as exc:  # this point fails with its reason; the sweep moves on
                 log.error("load point failed", point=pid, error=f"{type(exc).__name__}: {exc}")
                 reason = f"{type(exc).__name__}: {exc}"
@@ -258,6 +261,8 @@ class _ServerSession:
                 run_evals(
                     self.plan.cfg, self.pm, self.handle, self.summary.outcomes, self.output_dir
                 )
+        except ResultWriteError:
+            raise
         except Exception as exc:  # setup after launch failed: fail what is left, move on
             done = {o.point_id for o in self.summary.outcomes}
             left = [(p, pid) for p, pid in todo if pid not in done]

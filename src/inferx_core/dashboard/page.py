@@ -1,0 +1,145 @@
+"""``inferx dashboard``: one self-contained HTML page, and a local server for it.
+
+The page holds everything it needs: plotly.js (from the ``plotly`` Python
+package, which ships ``plotly.min.js``), the dashboard's script
+(``dashboard.js`` beside this module) and the points as JSON. It makes no
+network request, so it opens offline and can be mailed or archived.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from inferx_core.dashboard.data import columnar, points_from_db, points_from_paths
+from inferx_core.results.files import write_text_atomic
+
+__all__ = ["dashboard_points", "render_page", "serve", "write_dashboard"]
+
+_FILTERS = (
+    ("hardware", "hardware"),
+    ("engine", "engine"),
+    ("version", "engine version"),
+    ("model", "model"),
+    ("precision", "precision"),
+    ("scenario", "ISL/OSL"),
+    ("label", "label"),
+)
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 0 1.5em 2em; color: #222; }
+header { display: flex; flex-wrap: wrap; gap: .6em 1.2em; align-items: end; padding: .8em 0;
+         position: sticky; top: 0; background: #fff; border-bottom: 1px solid #ddd; z-index: 5; }
+label { display: flex; flex-direction: column; font-size: 12px; color: #555; }
+select, input { font-size: 13px; padding: 2px 4px; }
+#summary { font-size: 13px; margin: .6em 0; }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(560px, 1fr)); gap: 1em; }
+.chart { height: 460px; border: 1px solid #eee; }
+table { border-collapse: collapse; font-size: 12px; margin-top: .5em; }
+td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
+h2 { font-size: 16px; margin-top: 1.4em; }
+"""
+
+
+def dashboard_points(
+    db_url: str | None = None, paths: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """The points of result folders when given, else of the database."""
+    if paths:
+        return points_from_paths(paths)
+    return points_from_db(db_url)
+
+
+def _filters_html() -> str:
+    parts = []
+    for name, text in _FILTERS:
+        parts.append(
+            f'<label>{text}<select id="f-{name}" class="filter">'
+            '<option value="">(all)</option></select></label>'
+        )
+    parts.append('<label>from<input type="date" id="f-since" class="filter"></label>')
+    parts.append('<label>to<input type="date" id="f-until" class="filter"></label>')
+    parts.append(
+        '<label>not ok points<input type="checkbox" id="f-invalid" class="filter" checked></label>'
+    )
+    parts.append(
+        "<label>$/GPU/hr (empty: each point's own price)"
+        '<input type="number" id="price" min="0" step="0.01" placeholder="e.g. 2.50"></label>'
+    )
+    return "\n".join(parts)
+
+
+def _history_html() -> str:
+    metrics = (("tput_per_gpu", "tok/s/GPU"), ("median_intvty", "tok/s/user"),
+               ("median_e2el_ms", "E2E p50 ms"), ("median_ttft_ms", "TTFT p50 ms"),
+               ("cost", "$/M tokens"))  # fmt: skip
+    options = "".join(f'<option value="{v}">{t}</option>' for v, t in metrics)
+    return (
+        '<h2>History per configuration</h2><div class="controls">'
+        '<label>configuration (point id)<select id="history-config"></select></label>'
+        f'<label>metric<select id="history-metric">{options}</select></label></div>'
+        '<div id="chart-history" class="chart"></div>'
+    )
+
+
+def _script_text(text: str) -> str:
+    """Text safe inside <script>: no ``</script`` can end it early (``<\\/`` means ``</``
+    inside JS and JSON strings, where alone such text can occur)."""
+    return re.sub(r"</(script)", r"<\\/\1", text, flags=re.IGNORECASE)
+
+
+def render_page(points: Sequence[dict[str, Any]], title: str = "InferX dashboard") -> str:
+    """The whole page as one string."""
+    from plotly.offline import get_plotlyjs
+
+    script = resources.files("inferx_core.dashboard").joinpath("dashboard.js").read_text("utf-8")
+    data = json.dumps(columnar(points), separators=(",", ":"), allow_nan=False, default=str)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title><style>{_STYLE}</style>
+<script>{_script_text(get_plotlyjs())}</script>
+</head><body>
+<header><h1 style="font-size:18px;margin:0 1em 0 0">{html.escape(title)}</h1>
+{_filters_html()}</header>
+<div id="summary"></div>
+<div class="charts">
+<div id="chart-pareto" class="chart"></div>
+<div id="chart-latency" class="chart"></div>
+<div id="chart-cost" class="chart"></div>
+</div>
+<h2>Pareto points by cost</h2>
+<table id="cost-table"><thead><tr><th>point</th><th>group</th><th>tok/s/GPU</th>
+<th>tok/s/user</th><th>$/GPU/hr</th><th>$/M tokens</th></tr></thead><tbody id="cost-rows">
+</tbody></table>
+{_history_html()}
+<h2>Points not ok</h2>
+<table><thead><tr><th>point</th><th>status</th><th>reason</th><th>date</th></tr></thead>
+<tbody id="invalid-rows"></tbody></table>
+<script type="application/json" id="inferx-data">{_script_text(data)}</script>
+<script>{_script_text(script)}</script>
+</body></html>
+"""
+
+
+def write_dashboard(
+    points: Sequence[dict[str, Any]], output: Path, title: str = "InferX dashboard"
+) -> Path:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    return write_text_atomic(output, render_page(points, title))
+
+
+def serve(page: Path, port: int = 8765) -> None:  # pragma: no cover - interactive
+    """Serve the page's folder on 127.0.0.1 until Ctrl-C."""
+    import functools
+    import http.server
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(page.parent))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
+        print(f"serving http://127.0.0.1:{httpd.server_address[1]}/{page.name} (Ctrl-C stops)")
+        httpd.serve_forever()

@@ -71,6 +71,11 @@ class ServerConfig(StrictModel):
     )
     extra_argv: list[str] = Field(default_factory=list, description="Raw extra arguments")
     engine_env: dict[str, str] = Field(default_factory=dict)
+    engine_cpus: list[int] | None = Field(
+        default=None,
+        description="CPUs the engine may run on (taskset, docker --cpuset-cpus, srun "
+        "--cpu-bind); None: all but the client's on a small host (docs/configuration.md)",
+    )
     executable: list[str] | None = Field(
         default=None,
         description="argv prefix that starts the engine, e.g. ['/opt/venv/bin/python', '-m', "
@@ -233,6 +238,14 @@ class RunConfig(ServerConfig):
     validity: ValidityLimits = Field(
         default_factory=ValidityLimits, description="Limits of the validity checks (metrics.md)"
     )
+    client_cpus: list[int] | None = Field(
+        default=None,
+        description="CPUs the load generator may run on; None: the last CPU on a small host "
+        "when InferX launches the engine, else any",
+    )
+    cpu_isolation: bool = Field(
+        default=True, description="Keep the client and a launched engine on separate CPUs"
+    )
     cost: HardwareCost = Field(default_factory=HardwareCost)
     evals: EvalsConfig | None = Field(default=None, description="Accuracy evals (issue 17)")
     output_dir: Path = Path("results")
@@ -258,6 +271,14 @@ class BenchConfig(StrictModel):
     slo: SLO = Field(default_factory=SLO)
     validity: ValidityLimits = Field(
         default_factory=ValidityLimits, description="Limits of the validity checks (metrics.md)"
+    )
+    client_cpus: list[int] | None = Field(
+        default=None,
+        description="CPUs the load generator may run on; None: the last CPU on a small host "
+        "when InferX launches the engine, else any",
+    )
+    cpu_isolation: bool = Field(
+        default=True, description="Keep the client and a launched engine on separate CPUs"
     )
     cost: HardwareCost = Field(default_factory=HardwareCost)
     num_gpus: int | None = Field(

@@ -50,10 +50,7 @@ def docker_run_argv(spec: LaunchSpec, run_dir: Path, *, docker: str = "docker") 
     elif spec.gpu_ids:
         argv += ["--gpus", f'"device={",".join(str(i) for i in spec.gpu_ids)}"']
     argv += list(spec.docker_args)
-    if spec.ipc_host:
-        argv += ["--ipc", "host"]
-    if spec.shm_size:
-        argv += ["--shm-size", spec.shm_size]
+    argv += _resource_args(spec)
     # Host networking: the engine binds spec.host:spec.port exactly as a local
     # process would (no NAT in the measured path; what benchmark recipes use).
     argv += ["--network", "host"]
@@ -71,6 +68,18 @@ def docker_run_argv(spec: LaunchSpec, run_dir: Path, *, docker: str = "docker") 
         argv += ["--label", f"inferx.{key}={value}"]
     argv.append(spec.image)
     argv += list(spec.argv)
+    return argv
+
+
+def _resource_args(spec: LaunchSpec) -> list[str]:
+    """IPC, shared memory and the CPUs the container may use."""
+    argv: list[str] = []
+    if spec.ipc_host:
+        argv += ["--ipc", "host"]
+    if spec.shm_size:
+        argv += ["--shm-size", spec.shm_size]
+    if spec.cpus:
+        argv += ["--cpuset-cpus", ",".join(map(str, spec.cpus))]
     return argv
 
 

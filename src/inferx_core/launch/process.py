@@ -108,11 +108,16 @@ def tail_lines(path: Path, lines: int = 40, max_bytes: int = 256 * 1024) -> str:
     return "\n".join(deque(data.decode("utf-8", "replace").splitlines(), maxlen=lines))
 
 
-def _limits_setter(ulimits: dict[str, int]) -> Any:
+def _limits_setter(ulimits: dict[str, int], cpus: tuple[int, ...] = ()) -> Any:
+    """Run in the child before exec: resource limits, and the CPU affinity the
+    engine's whole process tree inherits (the ``taskset`` of a process launch)."""
+
     def apply() -> None:
         for name, value in ulimits.items():
             limit = _RLIMITS[name]
             resource.setrlimit(limit, (value, value))
+        if cpus:
+            os.sched_setaffinity(0, cpus)
 
     return apply
 
@@ -229,6 +234,7 @@ class ProcessLauncher:
             "cwd": spec.workdir,
             "log": str(run_dir / LOG_NAME),
             "ulimits": dict(spec.ulimits),
+            "cpus": list(spec.cpus),
         }
 
     def start(self, spec: LaunchSpec, run_dir: Path) -> ProcessHandle:
@@ -253,6 +259,10 @@ class ProcessLauncher:
                 env=env,
                 cwd=spec.workdir or None,
                 start_new_session=True,
-                preexec_fn=_limits_setter(dict(spec.ulimits)) if spec.ulimits else None,
+                preexec_fn=(
+                    _limits_setter(dict(spec.ulimits), spec.cpus)
+                    if spec.ulimits or spec.cpus
+                    else None
+                ),
             )
         return ProcessHandle(proc, spec, log_path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from inferx_core.config.cpus import CpuSplit, client_cores, split_cpus
 from inferx_core.config.models import ServerConfig
 from inferx_core.errors import UserFacingError
 from inferx_core.sdk.fixes import AppliedFix, FixContext, FixDecision, apply_fixes
@@ -51,7 +52,25 @@ def resolve_launch(
                 )
             }
         )
+    split = cpu_split(server, platform)
+    if split.engine and not spec.cpus:
+        spec = spec.model_copy(update={"cpus": split.engine})
     ctx = FixContext(server=server, platform=platform)
     fixes = [fix for _, fix in fix_catalogue(pm)]
     fixed, applied, decisions = apply_fixes(spec, fixes, ctx, disabled=server.disable_fixes)
     return ResolvedLaunch(plugin or entry.plugin, spec, fixed, applied, decisions)
+
+
+def cpu_split(server: ServerConfig, platform: Platform) -> CpuSplit:
+    """Engine and client CPUs for ``server`` on ``platform`` (its CPU count, else this host's)."""
+    host = platform.host
+    if host is not None and host.cpu_logical_cores:
+        available: list[int] = list(range(host.cpu_logical_cores))
+    else:
+        available = list(client_cores())
+    return split_cpus(
+        available,
+        engine_cpus=server.engine_cpus,
+        client_cpus=getattr(server, "client_cpus", None),
+        isolation=getattr(server, "cpu_isolation", True),
+    )

@@ -81,6 +81,8 @@ def srun_argv(
         "--kill-on-bad-exit=1",
         f"--job-name=inferx-{spec.engine}",
     ]
+    if spec.cpus:  # one task: bind it to these CPUs of the node
+        argv.append(f"--cpu-bind=mask_cpu:{hex(sum(1 << c for c in spec.cpus))}")
     if spec.image:
         argv += [
             f"--container-image={spec.image}",

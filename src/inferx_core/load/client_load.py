@@ -10,12 +10,16 @@ times of the process and of the CPUs it may run on are read at both ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 import psutil
+
+from inferx_core.config.cpus import client_cores
 
 
 @dataclass(frozen=True)
@@ -27,14 +31,6 @@ class ClientLoad:
     process_cpu_fraction: float | None  # CPU seconds of the client / wall seconds
     cores: tuple[int, ...]  # the CPUs the client may run on
     cores_busy_fraction: float | None  # busy share of those CPUs (every process)
-
-
-def client_cores() -> tuple[int, ...]:
-    """The CPUs this process may run on (its affinity)."""
-    try:
-        return tuple(sorted(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not Linux
-        return tuple(range(psutil.cpu_count() or 1))
 
 
 def _busy(times: psutil._common.scputimes) -> tuple[float, float]:  # type: ignore[name-defined]
@@ -87,3 +83,18 @@ class ClientLoadMeter:
             cores=self.cores,
             cores_busy_fraction=busy / total if total > 0 else None,
         )
+
+
+@contextlib.contextmanager
+def pinned(cpus: tuple[int, ...]) -> Iterator[None]:
+    """Run the client (this process and its threads) on ``cpus``; restored after. No-op
+    for an empty tuple or where affinity cannot be set."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)

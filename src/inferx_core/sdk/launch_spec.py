@@ -58,6 +58,9 @@ class LaunchSpec(_Data):
     ulimits: dict[str, int] = Field(default_factory=dict, description="e.g. {'core': 0}")
     workdir: str | None = None
     gpu_ids: tuple[int, ...] = ()
+    cpus: tuple[int, ...] = Field(
+        default=(), description="CPU affinity of the engine (set by the core); empty: any"
+    )
     devices: tuple[str, ...] = Field(default=(), description="Device nodes, e.g. /dev/kfd")
     shm_size: str | None = None
     ipc_host: bool = False

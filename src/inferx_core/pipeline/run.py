@@ -28,6 +28,8 @@ from inferx_core.launch.readiness import (
     engine_version,
     wait_until_ready,
 )
+from inferx_core.launch.resolve import cpu_split
+from inferx_core.load.client_load import pinned
 from inferx_core.pipeline.assemble import PointSource, never_ran_result
 from inferx_core.pipeline.evals import run_evals
 from inferx_core.pipeline.inputs import InputError, check_server_context, check_workload_files
@@ -271,6 +273,12 @@ class _ServerSession:
             )
             self.write_failed(f"{type(exc).__name__}: {exc}", left)
 
+    def client_cpus(self) -> tuple[int, ...]:
+        """The client's CPUs while this engine runs here (launched on this host only)."""
+        if self.plan.server.launcher not in ("process", "docker"):
+            return ()
+        return cpu_split(self.plan.server, self.platform).client
+
     def run(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
         try:
             if not self.start(todo):
@@ -279,7 +287,8 @@ class _ServerSession:
             # from here a signal names the stop grace, and a second one kills the engine
             with engine_running(id(self), self.plan.server.stop_grace_s, self.kill_now):
                 try:
-                    self.measure(todo, progress)
+                    with pinned(self.client_cpus()):  # off the engine's CPUs
+                        self.measure(todo, progress)
                 finally:
                     self.close()
         finally:

@@ -54,10 +54,11 @@ from inferx_core.pipeline.requests import (
     discover_model,
 )
 from inferx_core.results.files import (
+    ensure_writable,
     requests_path,
     telemetry_path,
     utc_now,
-    write_jsonl_atomic,
+    write_point_files,
     write_result,
 )
 from inferx_core.results.model import PointResultBase
@@ -272,15 +273,17 @@ def _write_point(
     recorder: TelemetryRecorder | None,
     origin_ns: int,
 ) -> Path:
-    """Sidecars first, the result last: a result file means its sidecars are whole."""
+    """All files or none (a full disk leaves no half point); the result renamed last."""
     point_id = result.point_id
-    write_jsonl_atomic(requests_path(output_dir, point_id), (r.to_json() for r in records))
+    sidecars: list[tuple[Path, Any]] = [
+        (requests_path(output_dir, point_id), (r.to_json() for r in records))
+    ]
     if recorder is not None:
         # time 0 is the window start; with no window (Ctrl-C in the warmup)
         # it is when sampling began
         rows = series_rows(recorder, origin_ns or recorder.started_ns)
-        write_jsonl_atomic(telemetry_path(output_dir, point_id), rows)
-    return write_result(output_dir, result)
+        sidecars.append((telemetry_path(output_dir, point_id), rows))
+    return write_point_files(output_dir, result, sidecars)
 
 
 def _load_config(point: LoadPoint, load: LoadProfile, workload: Workload) -> LoadConfig:
@@ -421,6 +424,8 @@ def run_bench(
     per point plus a ``.requests.jsonl`` sidecar.
     """
     check_workload_files(config.workload)
+    if config.output_dir is not None:
+        ensure_writable(config.output_dir)  # before a point's work, not after it
     model = config.model or discover_model(config.base_url, config.headers)
     check_server_context(config.workload, config.base_url, model, config.headers)
     target = BenchTarget(config.base_url, model, dict(config.headers), *_usage(config))

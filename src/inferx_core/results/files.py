@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.config.secrets import scrub
+from inferx_core.errors import UserFacingError
 from inferx_core.results.model import PointResultBase, parse_result
 
 RESULT_SUFFIX = ".json"
@@ -30,19 +31,100 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _atomic_write(path: Path, write: Any, *, newline: str | None = None) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+class ResultWriteError(UserFacingError, OSError):
+    """A result or sidecar could not be written (disk full, read-only, no permission).
+
+    Still an OSError (with the cause's errno), so callers that handled one keep working.
+    """
+
+    def __init__(self, path: Path, exc: OSError) -> None:
+        self.path = path
+        why = exc.strerror or str(exc)
+        self.message = (
+            f"cannot write {path}: {why} (errno {exc.errno}); nothing of this file was left "
+            "behind and files written before are intact. Free space or give another "
+            "--output folder"
+        )
+        super().__init__(self.message)
+        self.errno, self.strerror = exc.errno, exc.strerror
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _stage(path: Path, write: Any, *, newline: str | None = None) -> Path:
+    """``path``'s content in a fsync'd temporary file beside it; removed again on failure."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise ResultWriteError(path, exc) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as handle:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ResultWriteError(path, exc) from exc
         raise
+    return Path(tmp)
+
+
+def _atomic_write(path: Path, write: Any, *, newline: str | None = None) -> Path:
+    tmp = _stage(path, write, newline=newline)
+    try:
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ResultWriteError(path, exc) from exc
     return path
+
+
+def _json_writer(data: Any) -> Any:
+    text = scrub(json.dumps(data, indent=2, allow_nan=False, default=str))
+    return lambda handle: handle.write(text + "\n")
+
+
+def _jsonl_writer(rows: Iterable[Any]) -> Any:
+    def write(handle: Any) -> None:
+        for row in rows:
+            handle.write(scrub(json.dumps(row, allow_nan=False, default=str)) + "\n")
+
+    return write
+
+
+def ensure_writable(output_dir: Path) -> None:
+    """Fail before any work when ``output_dir`` cannot take a file (read-only, not a folder)."""
+    probe = _stage(output_dir / ".inferx-write-probe", lambda handle: handle.write(""))
+    probe.unlink(missing_ok=True)
+
+
+def write_point_files(
+    output_dir: Path, result: PointResultBase, sidecars: list[tuple[Path, Iterable[Any]]]
+) -> Path:
+    """A point's sidecars (JSONL rows) and result, all or nothing, the result renamed last.
+
+    Everything is first written to fsync'd temporary files; only when all of
+    them are whole are they renamed into place, the result last, so a result
+    file means its sidecars are whole and a full disk leaves no half a point.
+    """
+    final = result_path(output_dir, result.point_id)
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, rows in sidecars:
+            staged.append((_stage(path, _jsonl_writer(rows)), path))
+        staged.append((_stage(final, _json_writer(result.model_dump(mode="json"))), final))
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    except BaseException as exc:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, ResultWriteError):
+            raise ResultWriteError(final, exc) from exc
+        raise
+    return final
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
@@ -53,16 +135,11 @@ def write_text_atomic(path: Path, text: str) -> Path:
 
 def write_json_atomic(path: Path, data: Any) -> Path:
     """Strict JSON (no NaN/Infinity), written atomically."""
-    text = scrub(json.dumps(data, indent=2, allow_nan=False, default=str))
-    return _atomic_write(path, lambda h: h.write(text + "\n"))
+    return _atomic_write(path, _json_writer(data))
 
 
 def write_jsonl_atomic(path: Path, rows: Iterable[Any]) -> Path:
-    def write(handle: Any) -> None:
-        for row in rows:
-            handle.write(scrub(json.dumps(row, allow_nan=False, default=str)) + "\n")
-
-    return _atomic_write(path, write)
+    return _atomic_write(path, _jsonl_writer(rows))
 
 
 def write_result(output_dir: Path, result: PointResultBase) -> Path:

@@ -79,6 +79,24 @@ def test_points_csv_accuracy_csv_and_the_page(tmp_path: Path) -> None:
     assert any("under their accuracy threshold" in w for w in files.warnings)
 
 
+def test_the_pareto_chart_carries_the_accuracy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from inferx_core.report import plots
+
+    files = write_report([write_accuracy_set(tmp_path / "r")], tmp_path / "out", plots=False)
+    drawn: list[str] = []
+    real = plots._annotate_accuracy
+
+    def spy(ax, points, x_field):
+        real(ax, points, x_field)
+        drawn.extend(t.get_text() for t in ax.texts if t.get_text().startswith("acc "))
+
+    monkeypatch.setattr(plots, "_annotate_accuracy", spy)
+    assert plots.throughput_vs_interactivity(files.rows, tmp_path / "chart.png") is not None
+    assert sorted(drawn) == ["acc 0.850", "acc 0.920"]
+
+
 def test_the_accuracy_cell() -> None:
     row = {"accuracy": 0.85, "accuracy_stderr": 0.019, "accuracy_status": "below_threshold"}
     assert cell(row, "accuracy", "accuracy") == "0.850±0.019 ✗"

@@ -132,6 +132,23 @@ def _plot_overall_frontiers(
         )
 
 
+def _annotate_accuracy(ax: Any, points: Sequence[Mapping[str, Any]], x_field: str) -> None:
+    """Evaluated points carry their accuracy on the chart (red: under its threshold)."""
+    for row in points:
+        value = row.get("accuracy")
+        if not is_finite_number(value):
+            continue
+        failed = row.get("accuracy_status") in ("below_threshold", "error")
+        ax.annotate(
+            f"acc {value:.3f}",
+            (row[x_field], row[THROUGHPUT]),
+            xytext=(4, 4),
+            textcoords="offset points",
+            fontsize=7,
+            color="#b00020" if failed else "#1b5e20",
+        )
+
+
 def _frontier_plot(
     rows: Sequence[Mapping[str, Any]],
     path: Path,
@@ -151,6 +168,7 @@ def _frontier_plot(
         _plot_group(ax, name, members, COLORS[i % len(COLORS)], x_field, x_direction)
     if len(groups) > 1:
         _plot_overall_frontiers(ax, points, x_field, x_direction)
+    _annotate_accuracy(ax, points, x_field)
     ax.set_xlabel(x_label)
     ax.set_ylabel("Throughput per GPU (tok/s/gpu, input + output)")
     ax.set_title(title + _assumed_note(points), fontsize=10)

@@ -94,7 +94,7 @@ def report_notes(
     if failed_accuracy:
         warnings.append(
             f"{len(failed_accuracy)} point(s) under their accuracy threshold or not evaluated "
-            "(x in the accuracy column)."
+            "(✗ in the accuracy column)."
         )
     dupes = [c for c in loaded.conflicts if c.kind == "identical"]
     if dupes:

@@ -112,7 +112,8 @@ def _accuracy_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         '<h2 id="accuracy-heading">Accuracy</h2>',
         '<p class="meta">Measured on the same server after its load points, at the points '
         "named by <code>evals.at</code>: each task's headline figure ± its standard error; "
-        "red: under its threshold, or the eval failed. Every figure: accuracy.csv.</p>",
+        "red: under its threshold, or the eval failed. Every figure: "
+        '<a href="accuracy.csv">accuracy.csv</a>.</p>',
         accuracy_html(rows),
     ]
 

@@ -79,6 +79,12 @@ def register_command(sub: Any) -> None:
     add_export_arguments(p)
     add_db_arguments(p)
     add_validity_arguments(p)
+    p.add_argument(
+        "--repeats",
+        type=int,
+        metavar="N",
+        help="run every point N times, interleaved: the median run, with min-max and 95%% CI",
+    )
     p.set_defaults(handler=cmd_bench)
 
 
@@ -111,6 +117,7 @@ _LOAD_FLAGS = (
     ("duration", "duration_s"),
     ("warmup", "warmup"),
     ("timeout", "request_timeout_s"),
+    ("repeats", "repeats"),
 )
 
 

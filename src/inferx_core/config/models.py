@@ -191,6 +191,12 @@ class LoadProfile(StrictModel):
         default=None, ge=0, description="Warmup requests; default: one per concurrent slot"
     )
     request_timeout_s: float = Field(default=600.0, gt=0)
+    repeats: int = Field(
+        default=1,
+        ge=1,
+        description="Run every point this many times, interleaved; the result is the median "
+        "run with the spread of all (docs/metrics.md)",
+    )
 
     @model_validator(mode="after")
     def _one_mode(self) -> LoadProfile:

@@ -46,6 +46,7 @@ from inferx_core.pipeline.assemble import (
     point_status,
 )
 from inferx_core.pipeline.inputs import check_server_context, check_workload_files
+from inferx_core.pipeline.repeats import run_repeated
 from inferx_core.pipeline.requests import (
     BenchTarget,
     Requests,
@@ -466,7 +467,7 @@ def _run_points(
     on_point: Callable[[PointOutcome], None] | None,
     progress: bool | None,
 ) -> None:
-    for point in load_points(config.load):
+    def run_one(point: LoadPoint, output_dir: Path | None) -> PointOutcome:
         outcome = run_point(
             target,
             point,
@@ -477,15 +478,21 @@ def _run_points(
             point_id=point_id_for(prefix, config.workload, point),
             num_gpus=config.num_gpus,
             percentiles=config.percentiles,
-            output_dir=config.output_dir,
+            output_dir=output_dir,
             source=PointSource("", point, context={"config": config.model_dump(mode="json")}),
             progress=progress,
             telemetry=telemetry,
             validity_limits=config.validity,
         )
-        outcomes.append(outcome)
-        if on_point:
-            on_point(outcome)
+        if config.load.repeats == 1:
+            outcomes.append(outcome)  # kept as it finishes: Ctrl-C keeps the earlier points
+        return outcome
+
+    combined = run_repeated(
+        load_points(config.load), config.load.repeats, run_one, config.output_dir, on_point
+    )
+    if config.load.repeats > 1:
+        outcomes.extend(combined)
 
 
 def local_telemetry(config: BenchConfig) -> TelemetryPlan:

@@ -24,7 +24,7 @@ _IDENTITY_KEYS = frozenset(
     {"finished_at", "server_id", "mode", "request_rate", "max_concurrency", "concurrency"}
 )
 # The flat view's summary of schema-2 validity; the checks themselves are not in it.
-_DERIVED_KEYS = frozenset({"valid", "validity_failing"})
+_DERIVED_KEYS = frozenset({"valid", "validity_failing", "repeats", "repeat_stats"})
 _LEGACY_LEVEL = re.compile(r"-(?:c(?P<c>\d+)|r(?P<r>[0-9.e+]+|inf)(?:-cap(?P<cap>\d+))?)$")
 
 

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from inferx_core.evals.model import AccuracySection
 from inferx_core.metrics.model import LatencyStats, PointMetrics, RequestCounts, ThroughputStats
+from inferx_core.metrics.repeats import RepeatSummary
 from inferx_core.metrics.validity import Validity
 from inferx_core.results.flat import (
     FLAT_SCHEMA_VERSION,
@@ -165,6 +166,8 @@ class PointResultBase(_Section):
     # The checks that decide whether the numbers can be trusted (None: not assessed,
     # e.g. a point that never ran or an imported result).
     validity: Validity | None = None
+    # A point run N times (repeats: N): this is its median run; spread across all runs.
+    repeats: RepeatSummary | None = None
 
     @property
     def point_id(self) -> str:
@@ -273,6 +276,9 @@ def _identity(result: PointResultBase) -> dict[str, Any]:
     if result.validity is not None:
         out["valid"] = result.validity.valid
         out["validity_failing"] = [c.name for c in result.validity.failing]
+    if result.repeats is not None:
+        out["repeats"] = result.repeats.n
+        out["repeat_stats"] = {k: v.model_dump() for k, v in result.repeats.stats.items()}
     if ident.finished_at is not None:
         out["finished_at"] = ident.finished_at
     if ident.server_id is not None:

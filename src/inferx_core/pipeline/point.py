@@ -9,10 +9,7 @@ atomically. The Python API is :func:`run_bench`.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,17 +19,12 @@ from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint, load_points, point_id_for, slug
 from inferx_core.config.validity import ValidityLimits
 from inferx_core.launch.interrupts import (
-    cancel_on_interrupt,
     handle_interrupts,
     interrupted_by,
-    was_interrupted,
 )
-from inferx_core.load.client import ConnectionPool
-from inferx_core.load.client_load import ClientLoad, ClientLoadMeter
 from inferx_core.load.limits import ensure_concurrency_fits
-from inferx_core.load.progress import LoadProgress
 from inferx_core.load.records import RequestRecord
-from inferx_core.load.scheduler import LoadConfig, LoadScheduler, PreparedRequest, ScheduleResult
+from inferx_core.load.scheduler import LoadConfig, ScheduleResult
 from inferx_core.load.token_counter import CounterResolution, resolve_token_counter
 from inferx_core.load.workload import Workload as BuiltWorkload
 from inferx_core.metrics.model import PointMetrics
@@ -45,6 +37,8 @@ from inferx_core.pipeline.assemble import (
     never_ran_result,
     point_status,
 )
+from inferx_core.pipeline.drive import AbortCheck, Drive
+from inferx_core.pipeline.drive import drive as drive_point
 from inferx_core.pipeline.inputs import check_server_context, check_workload_files
 from inferx_core.pipeline.repeats import run_repeated
 from inferx_core.pipeline.requests import (
@@ -67,10 +61,6 @@ from inferx_core.telemetry.model import TelemetrySection
 from inferx_core.telemetry.recorder import TelemetryRecorder, series_rows
 from inferx_core.telemetry.session import TelemetryPlan, telemetry_fields
 
-ABORT_POLL_S = 0.25
-
-#: Called while a point runs; returns a reason to abort (e.g. "engine exited"), else None.
-AbortCheck = Callable[[], "str | None"]
 #: Called when a point failed: (its reason) -> (the real reason, provenance fields to add).
 FailureDetails = Callable[[str], "tuple[str, dict[str, Any]]"]
 
@@ -87,107 +77,6 @@ class PointOutcome:
     @property
     def status(self) -> str:
         return self.result.status
-
-
-async def _run_scheduler(
-    target: BenchTarget,
-    measured: Any,
-    warmup: list[PreparedRequest],
-    config: LoadConfig,
-    progress: LoadProgress,
-    abort_check: AbortCheck | None,
-    holder: list[LoadScheduler],
-    meter: ClientLoadMeter | None = None,
-) -> tuple[ScheduleResult, str | None]:
-    """Run one point; a watchdog stops it when ``abort_check`` reports a reason.
-
-    The scheduler goes into ``holder`` so that, after Ctrl-C, the caller can
-    still read every record it finished (``scheduler.result``).
-    """
-    abort_reason: str | None = None
-    async with ConnectionPool(target.base_url, headers=target.headers) as pool:
-        scheduler = LoadScheduler(
-            pool, measured, config, warmup=warmup, on_complete=progress.on_complete
-        )
-        holder.append(scheduler)
-
-        async def watchdog() -> None:
-            nonlocal abort_reason
-            while True:
-                await asyncio.sleep(ABORT_POLL_S)
-                progress.refresh()
-                reason = abort_check() if abort_check else None
-                if reason:
-                    abort_reason = reason
-                    scheduler.stop(cancel_in_flight=True)
-                    return
-
-        watch = asyncio.ensure_future(watchdog())
-        # the client's own lag, measured on the loop that stamps every chunk
-        probe = asyncio.ensure_future(meter.probe()) if meter is not None else None
-        try:
-            with cancel_on_interrupt():  # SIGTERM/SIGHUP/Ctrl-C cancel this task, as asyncio.run
-                result = await scheduler.run()
-        finally:
-            for task in (watch, probe):
-                if task is not None:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
-    return result, abort_reason
-
-
-@dataclass
-class _Drive:
-    result: ScheduleResult
-    abort_reason: str | None
-    interrupted: bool
-    client_load: ClientLoad | None = None
-
-
-def _drive(
-    target: BenchTarget,
-    requests: Requests,
-    config: LoadConfig,
-    *,
-    label: str,
-    total: int | None,
-    recorder: TelemetryRecorder,
-    abort_check: AbortCheck | None,
-    progress: bool | None,
-) -> _Drive:
-    """Run the scheduler under telemetry; Ctrl-C keeps every finished record."""
-    holder: list[LoadScheduler] = []
-    meter = ClientLoadMeter()
-    meter.start()
-    # Samplers start before the warmup so the measured window is covered at
-    # both edges; energy is integrated over exactly that window afterwards.
-    recorder.start()
-    try:
-        with LoadProgress(label, total, enabled=progress) as bar:
-            try:
-                result, abort_reason = asyncio.run(
-                    _run_scheduler(
-                        target,
-                        requests.measured,
-                        requests.warmup,
-                        config,
-                        bar,
-                        abort_check,
-                        holder,
-                        meter,
-                    )
-                )
-            except (KeyboardInterrupt, asyncio.CancelledError):
-                if not was_interrupted() and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
-                    raise
-                # In-flight requests were marked cancelled by the scheduler.
-                result = holder[0].result if holder else ScheduleResult(cancelled=True)
-                return _Drive(result, None, interrupted=True)
-    finally:
-        recorder.stop()
-    load = meter.stop(result.window_start_ns, result.window_end_ns)
-    return _Drive(result, abort_reason, interrupted=False, client_load=load)
 
 
 def _point_metrics(
@@ -236,7 +125,7 @@ def _point_telemetry(
     return TelemetrySection.from_flat(fields)
 
 
-def _offered(drive: _Drive, point: LoadPoint, load: LoadProfile, n_measured: int) -> dict[str, Any]:
+def _offered(drive: Drive, point: LoadPoint, load: LoadProfile, n_measured: int) -> dict[str, Any]:
     result = drive.result
     stopped_by = "duration" if result.stopped_by_duration else "num_prompts"
     if drive.interrupted or drive.abort_reason:
@@ -314,7 +203,7 @@ def _with_target(
 def _decide(
     source: PointSource,
     measured: Measured,
-    drive: _Drive,
+    drive: Drive,
     failure_details: FailureDetails | None,
 ) -> PointResultBase:
     """The point's status and reason; a failure's real cause comes from ``failure_details``."""
@@ -382,7 +271,7 @@ def run_point(
     recorder = TelemetryRecorder(telemetry.samplers() if telemetry else [])
     label = f"{point_id} ({'closed' if point.concurrency else 'open'} loop)"
     total = None if load.duration_s else requests.n_measured
-    drive = _drive(
+    drive = drive_point(
         target, requests, config, label=label, total=total, recorder=recorder,
         abort_check=abort_check, progress=progress,
     )  # fmt: skip
@@ -403,14 +292,20 @@ def run_point(
         ),
     )  # fmt: skip
     result = _decide(source, measured, drive, failure_details)
+    return _finish(result, drive, output_dir, recorder if telemetry is not None else None)
+
+
+def _finish(
+    result: PointResultBase, drive: Drive, output_dir: Path | None, rec: TelemetryRecorder | None
+) -> PointOutcome:
+    """Write the point (when asked); an interrupted one re-raises once it is on disk."""
     records = drive.result.records + drive.result.warmup_records
     path = None
     if output_dir is not None:
-        rec = recorder if telemetry is not None else None
         path = _write_point(output_dir, result, records, rec, drive.result.window_start_ns)
     if drive.interrupted:
         raise KeyboardInterrupt
-    return PointOutcome(point_id, result, records, path)
+    return PointOutcome(result.point_id, result, records, path)
 
 
 def run_bench(

@@ -36,7 +36,12 @@ from inferx_core.pipeline.inputs import InputError, check_server_context, check_
 from inferx_core.pipeline.launch_plan import LaunchPlan, launch_context, plan_launch
 from inferx_core.pipeline.point import BenchTarget, PointOutcome, run_point
 from inferx_core.pipeline.requests import continuous_usage_for
-from inferx_core.results.files import ResultWriteError, is_complete, write_result
+from inferx_core.results.files import (
+    ResultWriteError,
+    ensure_writable,
+    is_complete,
+    write_result,
+)
 from inferx_core.sdk.launcher import ServerHandle
 from inferx_core.sdk.log import get_logger
 from inferx_core.sdk.manager import InferxPluginManager, get_plugin_manager
@@ -176,6 +181,18 @@ class _ServerSession:
             return False
         return True
 
+    def telemetry_plan(self, gpu_ids: list[int]) -> Any:
+        assert self.handle is not None
+        return build_plan(
+            self.pm,
+            self.platform,
+            gpu_ids,
+            engine_pid=getattr(self.handle, "pid", None),
+            base_url=self.handle.base_url,
+            metrics_map=self.pm.call_first("inferx_engine_metrics", server=self.plan.server)[1],
+            interval_overrides=self.plan.cfg.telemetry_intervals,
+        )
+
     def run_points(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
         from inferx_core.load.token_counter import resolve_token_counter
 
@@ -186,15 +203,7 @@ class _ServerSession:
             handle.base_url, server.name_served, str(tokenizer) if tokenizer else None
         )
         gpu_ids = list(self.plan.resolved.spec.gpu_ids)
-        telemetry = build_plan(
-            self.pm,
-            self.platform,
-            gpu_ids,
-            engine_pid=getattr(handle, "pid", None),
-            base_url=handle.base_url,
-            metrics_map=self.pm.call_first("inferx_engine_metrics", server=server)[1],
-            interval_overrides=cfg.telemetry_intervals,
-        )
+        telemetry = self.telemetry_plan(gpu_ids)
         num_gpus = len(gpu_ids) or None  # CPU engines: per-GPU figures stay null
         if not self.fits_context(todo):
             return
@@ -320,6 +329,7 @@ def run_server(
     port = cfg.port or free_port(cfg.host, avoid=used_ports)
     used_ports.add(port)
     plan = plan_launch(cfg, pm, platform, port=port, output_dir=output_dir)
+    ensure_writable(output_dir)  # before the engine starts, not after its first point
     session = _ServerSession(plan, pm, platform, output_dir, summary, on_point)
     try:
         check_workload_files(cfg.workload)  # a bad dataset fails here, not after a 30 s launch

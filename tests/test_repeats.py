@@ -56,3 +56,18 @@ def test_bench_repeats_write_the_median_run_with_its_spread(tmp_path: Path) -> N
                 (tmp_path / "repeats" / f"r{k}" / f"{result.point_id}.json").read_text()
             )
             assert single["throughput"]["output_throughput"] == values[k - 1]
+
+
+def test_compare_uses_the_spread_of_repeats(tmp_path: Path) -> None:
+    from inferx_core.analysis.compare import MetricSpec, estimate, load_side
+
+    with ServerProcess(ttft_ms=8, itl_ms=2) as server:
+        argv = ["bench", "--base-url", server.base_url, "--isl", "16", "--osl", "4"]
+        argv += ["--concurrency", "2", "--num-prompts", "4", "--repeats", "3", "--no-progress"]
+        main([*argv, "--output", str(tmp_path)])
+    side = load_side("A", [tmp_path])
+    [result] = side.loaded.results
+    est = estimate(side, result.point_id, MetricSpec("output_throughput", "out", "higher"))
+    stat = result.repeats.stats["output_throughput"]
+    assert est.basis == "repeats (n=3)" and (est.low, est.high) == (stat.ci95_low, stat.ci95_high)
+    assert est.value == result.metric("output_throughput")

@@ -18,8 +18,10 @@ Spread and verdict (what "the difference exceeds the run-to-run spread" means):
      n/2 -+ 1.96 sqrt(n)/2); without the sidecar, median +- 1.96 x 1.2533 x
      std / sqrt(n) from the result's ``std_*_ms`` and request count (normal
      approximation). The interactivity CI is the TPOT CI mapped through 1000/x.
+   - *repeats* (``--repeats N``): a result run N times carries every run's
+     value; the CI is the t-interval of their mean (``repeats`` section).
    - *throughput* of a single run has no within-run CI: its spread is unknown
-     (only replicates give it).
+     (only replicates or repeats give it).
 
 2. The verdict is "better" or "worse" only when the relative difference is
    larger than the noise floor (``noise``, default 5%: a typical run-to-run
@@ -225,6 +227,20 @@ def load_side(
     return SideData(label, loaded, build_rows(loaded.results, options, loaded.paths), options)
 
 
+def _repeats_estimate(
+    side: SideData, point_id: str, spec: MetricSpec, value: float | None
+) -> Estimate | None:
+    result = side.result(point_id)
+    repeats = result.repeats if result is not None else None
+    stat = repeats.stats.get(spec.field) if repeats is not None else None
+    if stat is None or stat.ci95_low is None or stat.ci95_high is None:
+        return None
+    n = sum(1 for v in stat.values if v is not None)
+    # the value stays the point's own (its median run); the spread is that of its runs
+    shown = value if value is not None else stat.median
+    return Estimate(shown, stat.ci95_low, stat.ci95_high, f"repeats (n={n})", n)
+
+
 def estimate(side: SideData, point_id: str, spec: MetricSpec) -> Estimate:
     """The side's value of one metric at one point, with its CI (see the module doc)."""
     row = side.row(point_id) or {}
@@ -240,9 +256,13 @@ def estimate(side: SideData, point_id: str, spec: MetricSpec) -> Estimate:
             return Estimate(
                 mean, mean - half, mean + half, f"replicates (n={len(clean)})", len(clean)
             )
+    # 2. repeats of this run (--repeats N): the t-interval of the mean over its runs
+    repeated = _repeats_estimate(side, point_id, spec, value)
+    if repeated is not None:
+        return repeated
     if value is None or spec.sample is None:
         return Estimate(value, basis="no spread (single run)" if value is not None else "missing")
-    # 2. per-request medians
+    # 3. per-request medians
     sample = "tpot" if spec.sample == "intvty" else spec.sample
     samples = side.samples(point_id)
     low = high = None

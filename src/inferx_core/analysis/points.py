@@ -160,6 +160,19 @@ def describe_point(result: PointResultBase) -> dict[str, Any]:
     }
 
 
+def repeat_columns(result: PointResultBase) -> dict[str, Any]:
+    """``repeats`` and the spread of output throughput across them (None: one run)."""
+    rep = result.repeats
+    stat = rep.stats.get("output_throughput") if rep is not None else None
+    return {
+        "repeats": rep.n if rep is not None else None,
+        "output_throughput_min": stat.min if stat else None,
+        "output_throughput_max": stat.max if stat else None,
+        "output_throughput_ci95_low": stat.ci95_low if stat else None,
+        "output_throughput_ci95_high": stat.ci95_high if stat else None,
+    }
+
+
 def _hardware_label(row: Mapping[str, Any]) -> str:
     if row.get("gpu_type"):
         return str(row["gpu_type"])
@@ -187,6 +200,7 @@ def build_rows(
         flat = result.flat()  # the metric columns are named by their flat (vLLM) names
         row.update({k: flat.get(k) for k in METRIC_FIELDS})
         row.update(cost_fields(result, options))
+        row.update(repeat_columns(result))
         validity = result.validity
         row["valid"] = None if validity is None else validity.valid
         row["validity_failing"] = (

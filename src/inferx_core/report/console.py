@@ -86,6 +86,8 @@ def print_summary(results: Iterable[PointResultBase], console: Any = None, title
     for result in results:
         if result.failure_reason:
             console.print(f"[red]{result.point_id}[/]: {result.failure_reason}")
+        if result.repeats is not None:
+            console.print(f"{result.point_id}: {repeat_line(result.repeats)}", highlight=False)
         for line in accuracy_lines(result):
             style = "green" if result.accuracy is not None and result.accuracy.ok else "red"
             console.print(f"[{style}]{result.point_id}[/]: {line}", highlight=False)
@@ -94,3 +96,15 @@ def print_summary(results: Iterable[PointResultBase], console: Any = None, title
                 f"[yellow]{result.point_id}[/]: output tokens estimated from chunks "
                 "(the server sent no usage)"
             )
+
+
+def repeat_line(repeats: Any) -> str:
+    """``3 runs: out tok/s 725.0 (661.0-1255.0, 95% CI 70.3-1690.9)``; the median run shown."""
+    stat = repeats.stats.get("output_throughput")
+    if stat is None or stat.median is None:
+        return f"{repeats.n} runs"
+    ci = "" if stat.ci95_low is None else f", 95% CI {stat.ci95_low:.1f}-{stat.ci95_high:.1f}"
+    return (
+        f"{repeats.n} runs (median run #{repeats.chosen}): out tok/s {stat.median:.1f} "
+        f"(min-max {stat.min:.1f}-{stat.max:.1f}{ci})"
+    )

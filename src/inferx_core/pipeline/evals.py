@@ -1,7 +1,7 @@
 """Accuracy evals of ``inferx run``: after a server's load points, on the same server.
 
 For a config with ``evals:``, the load points ``at`` names (``max``, ``median``,
-``min`` or load levels, among the points that finished ok) are each evaluated
+``min`` or load levels, among the points that were measured) are each evaluated
 with the point's concurrency as the requests in flight; the accuracy section
 goes into that point's result, which is written again. A failure to evaluate
 is an ``error`` section, never a lost result.
@@ -28,12 +28,14 @@ from inferx_core.sdk.manager import InferxPluginManager
 __all__ = ["EVALS_DIR", "accuracy_failures", "points_to_evaluate", "run_evals"]
 
 EVALS_DIR = "evals"
+_MEASURED = ("ok", "invalid")
 log = get_logger("inferx.evals")
 
 
 def points_to_evaluate(evals: EvalsConfig, outcomes: Sequence[PointOutcome]) -> list[PointOutcome]:
-    """The ok points at the chosen load levels (the first point of each level)."""
-    ok = [o for o in outcomes if o.status == "ok" and o.result.identity.load_level is not None]
+    """The measured points (ok, or invalid: the server served, the client's timing is what
+    was flagged) at the chosen load levels, the first point of each level."""
+    ok = [o for o in outcomes if o.status in _MEASURED and o.result.identity.load_level is not None]
     levels = chosen_levels(evals.at, [o.result.identity.load_level for o in ok])
     picked: dict[float, PointOutcome] = {}
     for outcome in ok:

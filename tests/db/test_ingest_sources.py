@@ -71,12 +71,13 @@ def test_vllm_and_inferencex_files_are_ingested_once(server, db_url, tmp_path, c
     for path in (tmp_path / "export").glob("*.json"):
         if not path.name.startswith("power_"):
             shutil.copy(path, files / path.name)
-    (files / "notes.json").write_text(json.dumps({"hello": "world"}))
+    (files / "notes.json").write_text(json.dumps({"hello": "world"}))  # e.g. a config
     capsys.readouterr()
     assert main(["db", "ingest", str(files), "--db", db_url, "--label", "field"]) == 0
     captured = capsys.readouterr()
     assert "4 point(s) stored" in captured.out  # 2 vLLM files + 2 aggregates
-    assert "skipped" in captured.err and "notes.json" in captured.err
+    assert "1 other JSON file(s) ignored (notes.json)" in captured.out
+    assert captured.err == ""
     with open_db(db_url) as db:
         rows = db.points()
     sources = sorted(r["source"] for r in rows)
@@ -88,3 +89,13 @@ def test_vllm_and_inferencex_files_are_ingested_once(server, db_url, tmp_path, c
     shutil.copytree(files, copy)
     assert main(["db", "ingest", str(copy), "--db", db_url]) == 0
     assert "0 point(s) stored, 4 already stored" in capsys.readouterr().out
+
+
+def test_a_broken_file_is_skipped_with_its_reason(db_url, tmp_path, capsys) -> None:
+    folder = tmp_path / "files"
+    folder.mkdir()
+    (folder / "torn.json").write_text('{"mean_ttft_ms": 1')  # a killed writer
+    assert main(["db", "ingest", str(folder), "--db", db_url]) == 0
+    captured = capsys.readouterr()
+    assert "skipped" in captured.err and "torn.json" in captured.err
+    assert "0 point(s) stored" in captured.out

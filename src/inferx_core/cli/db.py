@@ -99,6 +99,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         where = describe_url(db.url)
     for path, why in report.skipped:
         sys.stderr.write(f"inferx: skipped {path}: {why}\n")
+    if report.ignored:
+        names = ", ".join(Path(p).name for p in report.ignored[:3])
+        more = ", ..." if len(report.ignored) > 3 else ""
+        print(f"{len(report.ignored)} other JSON file(s) ignored ({names}{more}): "
+              "neither InferX, vLLM nor InferenceX results")  # fmt: skip
     label = f" under label {args.label!r}" if args.label else ""
     print(
         f"{len(report.stored)} point(s) stored, {len(report.already)} already stored{label}; "

@@ -42,7 +42,7 @@ def points_from_paths(paths: Sequence[Path | str]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for entry in paths:
-        results, sources, _ = collect([entry])
+        results, sources, _, _ = collect([entry])
         label = Path(entry).name or str(entry)
         for row in point_rows(results, sources):
             record = dict(zip(INDEX_COLUMNS, row.values, strict=True))

@@ -24,19 +24,28 @@ _NOT_A_RESULT = "not an InferX result"
 
 
 def _imported(path: Path) -> tuple[list[PointResultBase], str | None]:
-    """(results, None) from a vLLM / InferenceX file, or ([], why not)."""
-    from inferx_core.interop.importers import import_file
+    """(results, None) from a vLLM / InferenceX file; ([], why) for a broken one;
+    ([], "") for JSON of another kind (configs, platform files: ignored, not an error)."""
+    import json
+
+    from inferx_core.interop.importers import import_file, sniff
 
     try:
+        if sniff(json.loads(path.read_text(encoding="utf-8"))) is None:
+            return [], ""
         return list(import_file(path)), None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return [], f"{path}: not a readable JSON file ({exc})"
     except UserFacingError as exc:
         return [], str(exc)
     except (ValueError, KeyError, TypeError) as exc:  # a file that sniffs right but is malformed
         return [], f"{path}: cannot import: {exc}"
 
 
-def collect(paths: Iterable[Path | str]) -> tuple[list[PointResultBase], dict[int, str], list]:
-    """(results, index -> source path, [(path, why skipped)]) under ``paths``."""
+def collect(
+    paths: Iterable[Path | str],
+) -> tuple[list[PointResultBase], dict[int, str], list[tuple[str, str]], list[str]]:
+    """(results, index -> source path, [(path, why skipped)], [ignored files]) under ``paths``."""
     from inferx_core.results.read import load_results
 
     loaded = load_results(paths)
@@ -48,24 +57,28 @@ def collect(paths: Iterable[Path | str]) -> tuple[list[PointResultBase], dict[in
                 sources[len(results)] = str(loaded.paths[pid])
             results.append(version)
     skipped: list[tuple[str, str]] = []
+    ignored: list[str] = []
     for path, why in loaded.skipped:
         if not why.startswith(_NOT_A_RESULT):
             skipped.append((str(path), why))
             continue
         found, reason = _imported(Path(path))
-        if reason is not None:
+        if reason == "":
+            ignored.append(str(path))
+        elif reason is not None:
             skipped.append((str(path), reason))
         for result in found:
             sources[len(results)] = str(path)
             results.append(result)
-    return results, sources, skipped
+    return results, sources, skipped, ignored
 
 
 def ingest_paths(db: ResultsDB, paths: Iterable[Path | str], label: str | None) -> IngestReport:
     """Every result under ``paths`` into ``db`` (idempotent), with ``label``."""
-    results, sources, skipped = collect(paths)
+    results, sources, skipped, ignored = collect(paths)
     report = db.ingest(results, label, sources)
     report.skipped += skipped
+    report.ignored += ignored
     return report
 
 

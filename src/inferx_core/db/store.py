@@ -12,7 +12,13 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from inferx_core.db.backends import Connection, connect, describe_url, resolve_url
-from inferx_core.db.records import PointRow, point_rows, result_from_json, utc_iso
+from inferx_core.db.records import (
+    PointRow,
+    content_hash,
+    point_rows,
+    result_from_json,
+    utc_iso,
+)
 from inferx_core.db.schema import INDEX_COLUMNS, MIGRATIONS, SCHEMA_VERSION
 from inferx_core.errors import UserFacingError
 from inferx_core.results.files import utc_now
@@ -82,12 +88,14 @@ class IngestReport:
     already: list[str] = field(default_factory=list)
     labelled: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    ignored: list[str] = field(default_factory=list)  # JSON files that hold no results
 
     def merge(self, other: IngestReport) -> None:
         self.stored += other.stored
         self.already += other.already
         self.labelled += other.labelled
         self.skipped += other.skipped
+        self.ignored += other.ignored
 
 
 @dataclass(frozen=True)
@@ -157,31 +165,23 @@ class ResultsDB:
             found.update(r[0] for r in self.con.query(sql, chunk))
         return found
 
-    def ingest_rows(self, rows: Sequence[PointRow], label: str | None = None) -> IngestReport:
-        """Store the rows not stored yet; label them all (in one transaction)."""
-        report = IngestReport()
+    def _store(self, rows: Sequence[PointRow], hashes: Sequence[str], label: str | None) -> None:
+        """Insert ``rows``, label every hash in ``hashes`` (in one transaction)."""
         now = utc_now()
-        unique = list({r.content_hash: r for r in rows}.values())
         with self.con.transaction():
-            existing = self._existing([r.content_hash for r in unique])
-            new = [r for r in unique if r.content_hash not in existing]
             self.con.insert_many(
                 "points",
                 _INSERT_COLUMNS,
-                [(r.content_hash, *r.values, r.power_valid, now, r.result_json) for r in new],
-                "content_hash",
+                [(r.content_hash, *r.values, r.power_valid, now, r.result_json) for r in rows],
+                "content_hash",  # a concurrent ingest of the same point stores it once
             )
             if label:
                 self.con.insert_many(
                     "point_labels",
                     ("content_hash", "label", "ingested_at"),
-                    [(r.content_hash, label, now) for r in unique],
+                    [(h, label, now) for h in hashes],
                     "content_hash, label",
                 )
-                report.labelled = len(unique)
-        report.stored = [r.point_id for r in new]
-        report.already = [r.point_id for r in unique if r.content_hash in existing]
-        return report
 
     def ingest(
         self,
@@ -189,8 +189,25 @@ class ResultsDB:
         label: str | None = None,
         paths: Mapping[int, str] | None = None,
     ) -> IngestReport:
-        """Store typed results (idempotent by content); ``paths``: index -> source file."""
-        return self.ingest_rows(point_rows(results, paths), label)
+        """Store typed results (idempotent by content); ``paths``: index -> source file.
+
+        Results already stored are recognised by their hash alone, before any row is
+        built, so a re-ingest costs the reading and hashing only.
+        """
+        listed = list(results)
+        first: dict[str, int] = {}  # hash -> index of its first occurrence
+        for i, result in enumerate(listed):
+            first.setdefault(content_hash(result), i)
+        existing = self._existing(list(first))
+        fresh = [i for h, i in first.items() if h not in existing]
+        sources = {j: paths[i] for j, i in enumerate(fresh) if paths and i in paths}
+        rows = point_rows([listed[i] for i in fresh], sources)
+        self._store(rows, list(first), label)
+        return IngestReport(
+            stored=[r.point_id for r in rows],
+            already=[listed[i].point_id for h, i in first.items() if h in existing],
+            labelled=len(first) if label else 0,
+        )
 
     # -- queries -------------------------------------------------------------
     def labels_of(self, filters: Filters) -> dict[str, list[str]]:

@@ -71,3 +71,35 @@ def test_compare_uses_the_spread_of_repeats(tmp_path: Path) -> None:
     stat = result.repeats.stats["output_throughput"]
     assert est.basis == "repeats (n=3)" and (est.low, est.high) == (stat.ci95_low, stat.ci95_high)
     assert est.value == result.metric("output_throughput")
+
+
+def test_run_repeats_on_one_launched_engine(tmp_path: Path) -> None:
+    import fake_engine
+
+    from inferx_core.config.models import RunConfig
+    from inferx_core.pipeline.run import run_configs
+    from inferx_core.sdk.manager import get_plugin_manager
+    from inferx_core.sdk.platform import Platform
+
+    config = RunConfig.model_validate(
+        {
+            "engine": "fake",
+            "model": "org/tiny-model",
+            "plugin_options": {"mode": "ok", "ttft_ms": 5, "itl_ms": 1},
+            "readiness_timeout_s": 30,
+            "workload": {"isl": 16, "osl": 4},
+            "load": {"concurrency": [1, 2], "num_prompts": 4, "repeats": 2},
+        }
+    )
+    pm = get_plugin_manager(env={"INFERX_PLUGINS": ""}, extra_plugins=[("fake", fake_engine)])
+    seen: list[str] = []
+    summary = run_configs(
+        [config], pm=pm, platform=Platform(), output_dir=tmp_path, progress=False,
+        on_point=lambda o: seen.append(o.point_id),
+    )  # fmt: skip
+    assert len(summary.outcomes) == 2 and len(seen) == 2  # one combined outcome per point
+    for outcome in summary.outcomes:
+        assert outcome.result.repeats.n == 2
+        assert [r.repeat for r in outcome.result.repeats.runs] == [1, 2]
+        assert (tmp_path / "repeats" / "r2" / f"{outcome.point_id}.json").is_file()
+        assert outcome.path == tmp_path / f"{outcome.point_id}.json"

@@ -35,6 +35,7 @@ from inferx_core.pipeline.evals import run_evals
 from inferx_core.pipeline.inputs import InputError, check_server_context, check_workload_files
 from inferx_core.pipeline.launch_plan import LaunchPlan, launch_context, plan_launch
 from inferx_core.pipeline.point import BenchTarget, PointOutcome, run_point
+from inferx_core.pipeline.repeats import combine, repeat_dir
 from inferx_core.pipeline.requests import continuous_usage_for
 from inferx_core.results.files import (
     ResultWriteError,
@@ -207,45 +208,78 @@ class _ServerSession:
         num_gpus = len(gpu_ids) or None  # CPU engines: per-GPU figures stay null
         if not self.fits_context(todo):
             return
-        for index, (point, pid) in enumerate(todo):
-            if not handle.alive():
-                self.write_failed(
-                    f"engine exited with code {handle.returncode()} before this point",
-                    todo[index:],
-                    engine_log_tail=self.log_tail(),
-                )
-                return
-            try:
-                outcome = run_point(
-                    BenchTarget(
-                        handle.base_url,
-                        server.name_served,
-                        **_usage_fields(engine_registry(self.pm).get(server.engine).info),
-                    ),
-                    point,
-                    workload=cfg.workload,
-                    load=cfg.load,
-                    slo=cfg.slo,
-                    counter=self.counter,
-                    point_id=pid,
-                    num_gpus=num_gpus,
-                    output_dir=self.output_dir,
-                    source=self.source(point, pid),
-                    abort_check=self.engine_gone,
-                    failure_details=self.failure_details,
-                    progress=progress,
-                    num_gpus_reason=None if num_gpus else "the engine uses no GPU (CPU build)",
-                    telemetry=telemetry,
-                    validity_limits=cfg.validity,
-                )
-            except ResultWriteError:
-                raise  # a full disk fails every point after it too: stop the run, say why
-            except Exception as exc:  # this point fails with its reason; the sweep moves on
-                log.error("load point failed", point=pid, error=f"{type(exc).__name__}: {exc}")
-                reason = f"{type(exc).__name__}: {exc}"
-                self.write_failed(reason, [(point, pid)], engine_log_tail=self.log_tail())
-                continue
-            self.record(outcome)
+        repeats = cfg.load.repeats
+        rounds: dict[str, list[PointOutcome]] = {}
+        for k in range(1, repeats + 1):
+            folder = self.output_dir if repeats == 1 else repeat_dir(self.output_dir, k)
+            for index, (point, pid) in enumerate(todo):
+                if not handle.alive():
+                    self.finish_repeats(todo, rounds)
+                    self.write_failed(
+                        f"engine exited with code {handle.returncode()} before this point",
+                        [(pt, pi) for pt, pi in todo[index:] if pi not in rounds],
+                        engine_log_tail=self.log_tail(),
+                    )
+                    return
+                outcome = self.measure_point(point, pid, folder, telemetry, num_gpus, progress)
+                if outcome is None:
+                    continue
+                if repeats == 1:
+                    self.record(outcome)
+                else:
+                    rounds.setdefault(pid, []).append(outcome)
+        self.finish_repeats(todo, rounds)
+
+    def finish_repeats(
+        self, todo: list[tuple[LoadPoint, str]], rounds: dict[str, list[PointOutcome]]
+    ) -> None:
+        """Each repeated point as its median run, in point order (the runs so far)."""
+        for _, pid in todo:
+            if rounds.get(pid):
+                self.record(combine(rounds.pop(pid), self.output_dir))
+
+    def measure_point(
+        self,
+        point: LoadPoint,
+        pid: str,
+        folder: Path,
+        telemetry: Any,
+        num_gpus: int | None,
+        progress: bool | None,
+    ) -> PointOutcome | None:
+        """One run of one point; a failure is written with its reason (None returned)."""
+        assert self.handle is not None
+        cfg, server, handle = self.plan.cfg, self.plan.server, self.handle
+        try:
+            return run_point(
+                BenchTarget(
+                    handle.base_url,
+                    server.name_served,
+                    **_usage_fields(engine_registry(self.pm).get(server.engine).info),
+                ),
+                point,
+                workload=cfg.workload,
+                load=cfg.load,
+                slo=cfg.slo,
+                counter=self.counter,
+                point_id=pid,
+                num_gpus=num_gpus,
+                output_dir=folder,
+                source=self.source(point, pid),
+                abort_check=self.engine_gone,
+                failure_details=self.failure_details,
+                progress=progress,
+                num_gpus_reason=None if num_gpus else "the engine uses no GPU (CPU build)",
+                telemetry=telemetry,
+                validity_limits=cfg.validity,
+            )
+        except ResultWriteError:
+            raise  # a full disk fails every point after it too: stop the run, say why
+        except Exception as exc:  # this point fails with its reason; the sweep moves on
+            log.error("load point failed", point=pid, error=f"{type(exc).__name__}: {exc}")
+            reason = f"{type(exc).__name__}: {exc}"
+            self.write_failed(reason, [(point, pid)], engine_log_tail=self.log_tail())
+            return None
 
     def close(self) -> None:
         """Stop the engine (idempotent); a second Ctrl-C during the grace kills it at once."""

@@ -113,6 +113,9 @@ def register_command(sub: Any) -> None:
     add_export_arguments(p)
     add_db_arguments(p)
     add_validity_arguments(p)
+    p.add_argument(
+        "--repeats", type=int, metavar="N", help="run every point N times (overrides load.repeats)"
+    )
     p.set_defaults(handler=cmd_run)
 
     # Hidden: what a batch job runs on its node (see inferx_core.executors.jobs).
@@ -322,13 +325,27 @@ def _execute(
     return 0 if not failed and not export_failed and not inaccurate else 1
 
 
+def with_repeats(configs: list[RunConfig], repeats: int | None) -> list[RunConfig]:
+    """``--repeats N`` over every configuration's ``load.repeats``."""
+    if repeats is None:
+        return configs
+    if repeats < 1:
+        from inferx_core.errors import UserFacingError
+
+        raise UserFacingError(f"--repeats {repeats}: give 1 or more")
+    return [
+        c.model_copy(update={"load": c.load.model_copy(update={"repeats": repeats})})
+        for c in configs
+    ]
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from inferx_core.cli.filters import apply_filters
     from inferx_core.config.loader import load_run_configs
     from inferx_core.pipeline.inputs import check_workload_files
     from inferx_core.sdk.manager import get_plugin_manager
 
-    configs = apply_filters(load_run_configs(args.config), args)
+    configs = with_repeats(apply_filters(load_run_configs(args.config), args), args.repeats)
     pm = get_plugin_manager()
     if args.executor != "local":
         return _submit(configs, args, pm)  # files are read on the nodes, maybe elsewhere

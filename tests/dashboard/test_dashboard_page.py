@@ -51,3 +51,39 @@ def test_page_from_the_database_carries_labels_and_versions(tmp_path: Path) -> N
     assert [(p["engine_version"], p["labels"]) for p in points] == [
         ("0.31", ["n1"]), ("0.32", ["n2"])
     ]  # fmt: skip
+
+
+def test_serve_serves_the_page_and_nothing_else(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    folder = make_set(tmp_path / "r")
+    out = tmp_path / "r" / "dash.html"  # beside the results, which must not be served
+    argv = [sys.executable, "-m", "inferx_core.cli", "dashboard", str(folder), "--output",
+            str(out), "--serve", "--port", str(port)]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+                time.sleep(0.2)
+        assert page == out.read_bytes()
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/h200-tp1-c4.json", timeout=5)
+            raise AssertionError("a result file was served")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 404
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

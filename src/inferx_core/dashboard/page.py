@@ -135,11 +135,22 @@ def write_dashboard(
 
 
 def serve(page: Path, port: int = 8765) -> None:  # pragma: no cover - interactive
-    """Serve the page's folder on 127.0.0.1 until Ctrl-C."""
-    import functools
+    """Serve the page (and nothing else of its folder) on 127.0.0.1 until Ctrl-C."""
     import http.server
 
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(page.parent))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
-        print(f"serving http://127.0.0.1:{httpd.server_address[1]}/{page.name} (Ctrl-C stops)")
+    body = page.read_bytes()
+
+    class PageHandler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?")[0] not in ("/", f"/{page.name}"):
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", port), PageHandler) as httpd:
+        print(f"serving http://127.0.0.1:{httpd.server_address[1]}/ (Ctrl-C stops)", flush=True)
         httpd.serve_forever()

@@ -265,6 +265,8 @@ async def send_streaming_request(
     *,
     timeout_s: float,
     idle_timeout_s: float | None = None,
+    first_token_timeout_s: float | None = None,
+    token_idle_timeout_s: float | None = None,
 ) -> RequestRecord:
     """POST ``payload`` to ``path`` and read the SSE answer into ``record``.
 
@@ -272,17 +274,21 @@ async def send_streaming_request(
     usage, ``finish_reason``, ``status_code``, ``end_ns`` and, on failure,
     ``error``/``error_kind``. ``timeout_s`` bounds the whole request
     (connecting included); ``idle_timeout_s`` bounds every silence between
-    reads. Never raises, except ``CancelledError`` (after marking the record
-    ``cancelled``).
+    reads; ``first_token_timeout_s`` the wait for the first generated token
+    and ``token_idle_timeout_s`` every gap between tokens after it (keep-alive
+    comments do not count: see :class:`_TokenGuard`). Never raises, except
+    ``CancelledError`` (after marking the record ``cancelled``).
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     request = pool.request_bytes(path, payload)
     for attempt in (0, 1):
         conn: Connection | None = None
+        guard: _TokenGuard | None = None
         try:
             conn = await pool._acquire(max(deadline - loop.time(), 0.001))
             fut = conn.start(record, request, deadline, timeout_s, idle_timeout_s)
+            guard = _TokenGuard.arm(conn, record, first_token_timeout_s, token_idle_timeout_s)
             result = await fut
         except asyncio.CancelledError:
             if conn is not None and conn.carries(record):
@@ -295,20 +301,10 @@ async def send_streaming_request(
                 record.end_ns = perf_counter_ns()
             raise
         except (OSError, asyncio.TimeoutError, RuntimeError) as exc:
-            record.end_ns = perf_counter_ns()
-            if isinstance(exc, asyncio.TimeoutError):
-                record.error_kind = "timeout"
-                record.error = f"connect to {pool.host}:{pool.port} timed out"
-            elif getattr(exc, "errno", None) in CLIENT_RESOURCE_ERRNOS:
-                record.error_kind = "client_resource"
-                record.error = (
-                    f"the client ran out of a resource ({exc!r}): not the server's fault; "
-                    "raise `ulimit -n` or lower the concurrency"
-                )
-            else:
-                record.error_kind = "connection"
-                record.error = f"connect to {pool.host}:{pool.port} failed: {exc!r}"
-            return record
+            return _connect_failed(pool, record, exc)
+        finally:
+            if guard is not None:
+                guard.disarm()
         pool._release(conn)
         if result == RETRY and attempt == 0:
             record.send_ns = 0
@@ -320,3 +316,78 @@ async def send_streaming_request(
             record.error = "connection closed before the status line"
         return record
     return record  # pragma: no cover - the loop always returns
+
+
+def _connect_failed(
+    pool: ConnectionPool, record: RequestRecord, exc: BaseException
+) -> RequestRecord:
+    """The request never got a connection: why, as the record's error."""
+    record.end_ns = perf_counter_ns()
+    if isinstance(exc, asyncio.TimeoutError):
+        record.error_kind = "timeout"
+        record.error = f"connect to {pool.host}:{pool.port} timed out"
+    elif getattr(exc, "errno", None) in CLIENT_RESOURCE_ERRNOS:
+        record.error_kind = "client_resource"
+        record.error = (
+            f"the client ran out of a resource ({exc!r}): not the server's fault; "
+            "raise `ulimit -n` or lower the concurrency"
+        )
+    else:
+        record.error_kind = "connection"
+        record.error = f"connect to {pool.host}:{pool.port} failed: {exc!r}"
+    return record
+
+
+class _TokenGuard:
+    """Fails a request whose first token, or next token, is overdue.
+
+    A server that accepts and then sends nothing, or only keep-alive comments,
+    would otherwise hold a slot until the whole-request timeout. One timer per
+    request, re-armed from the last token (not one per chunk).
+    """
+
+    def __init__(self, conn: Connection, record: RequestRecord, first_s: float | None,
+                 idle_s: float | None) -> None:  # fmt: skip
+        self.conn, self.record = conn, record
+        self.first_ns = int(first_s * 1e9) if first_s else 0
+        self.idle_ns = int(idle_s * 1e9) if idle_s else 0
+        self.handle: asyncio.TimerHandle | None = None
+
+    @classmethod
+    def arm(cls, conn: Connection, record: RequestRecord, first_s: float | None,
+            idle_s: float | None) -> _TokenGuard | None:  # fmt: skip
+        if not first_s and not idle_s:
+            return None
+        guard = cls(conn, record, first_s, idle_s)
+        guard._schedule(min(x for x in (first_s, idle_s) if x))
+        return guard
+
+    def _schedule(self, seconds: float) -> None:
+        self.handle = asyncio.get_running_loop().call_later(max(seconds, 0.001), self._check)
+
+    def disarm(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+
+    def _check(self) -> None:
+        self.handle = None
+        rec = self.record
+        if not self.conn.carries(rec) or rec.end_ns:
+            return
+        now = perf_counter_ns()
+        chunks = rec.chunk_ns
+        if not chunks:
+            limit, since, what = self.first_ns, rec.send_ns, "no first token within"
+        else:
+            limit, since, what = self.idle_ns, chunks[-1], "no token for"
+        if not limit:  # this phase is unbounded here; look again at the other limit
+            self._schedule((self.idle_ns or self.first_ns) / 1e9)
+            return
+        left = since + limit - now
+        if left > 0:
+            self._schedule(left / 1e9)
+            return
+        rec.error = f"{what} {limit / 1e9:g} s ({len(chunks)} tokens so far)"
+        rec.error_kind = "timeout"
+        self.conn.cancel()  # keeps the message above, settles the record, drops the connection

@@ -67,6 +67,8 @@ def register_command(sub: Any) -> None:
     p.add_argument("--duration", type=float, help="seconds; stop dispatching after")
     p.add_argument("--warmup", type=int, help="warmup requests (default: one per slot)")
     p.add_argument("--timeout", type=float, help="per-request timeout (s)")
+    p.add_argument("--first-token-timeout", type=float, help="first token within (s, default 300)")
+    p.add_argument("--idle-timeout", type=float, help="no gap between tokens over (s, default 60)")
     p.add_argument("--slo", type=_slo, help="e.g. ttft_ms=500,tpot_ms=30")
     p.add_argument("--num-gpus", type=int, help="GPUs behind the server (per-GPU throughput)")
     p.add_argument("--gpus", type=_csv(int), help="local GPUs to sample (default: all visible)")
@@ -117,6 +119,8 @@ _LOAD_FLAGS = (
     ("duration", "duration_s"),
     ("warmup", "warmup"),
     ("timeout", "request_timeout_s"),
+    ("first_token_timeout", "first_token_timeout_s"),
+    ("idle_timeout", "idle_timeout_s"),
     ("repeats", "repeats"),
 )
 

@@ -167,7 +167,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for run in runs:
         check_workload_files(run.workload)
     if args.json:
-        _print_json([r.model_dump(mode="json") for r in runs])
+        from inferx_core.sdk.redact import redact
+
+        _print_json([redact(r.model_dump(mode="json")) for r in runs])  # keys, env, headers
     elif isinstance(config, BenchConfig):
         print(f"{args.config}: ok (bench config for {config.base_url})")
     else:

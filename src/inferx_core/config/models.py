@@ -11,6 +11,7 @@ reports the file, the field path and what is allowed.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -88,6 +89,12 @@ class ServerConfig(StrictModel):
     gpu_ids: list[int] | None = Field(default=None, description="None: the first tp*pp*dp GPUs")
     disable_fixes: list[str] = Field(default_factory=list, description="Fix ids not to apply")
     readiness_timeout_s: float = Field(default=1800.0, gt=0)
+    api_key: str | None = Field(
+        default_factory=lambda: os.environ.get("INFERX_API_KEY") or None,
+        description="Sent as Authorization: Bearer to the engine (readiness, requests); give "
+        "the engine the same key (vLLM: engine_env VLLM_API_KEY). Default: $INFERX_API_KEY. "
+        "Never written (redacted)",
+    )
     stop_grace_s: float = Field(default=30.0, ge=0)
     plugin_options: dict[str, Any] = Field(
         default_factory=dict, description="Engine-plugin specific settings"
@@ -99,8 +106,11 @@ class ServerConfig(StrictModel):
 
     @model_validator(mode="after")
     def _remember_secrets(self) -> ServerConfig:
-        remember_secrets(env_secret_values(self.engine_env))  # every writer masks them
-        return self
+        remember_secrets([*env_secret_values(self.engine_env), self.api_key or ""])
+        return self  # every writer masks them
+
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     @property
     def name_served(self) -> str:
@@ -190,7 +200,18 @@ class LoadProfile(StrictModel):
     warmup: int | None = Field(
         default=None, ge=0, description="Warmup requests; default: one per concurrent slot"
     )
-    request_timeout_s: float = Field(default=600.0, gt=0)
+    request_timeout_s: float = Field(default=600.0, gt=0, description="Whole request, at most")
+    first_token_timeout_s: float | None = Field(
+        default=300.0,
+        gt=0,
+        description="A request fails when its first token takes longer (a server that accepts "
+        "and never answers); None: only request_timeout_s",
+    )
+    idle_timeout_s: float | None = Field(
+        default=60.0,
+        gt=0,
+        description="A request fails when, after its first token, no token comes for this long",
+    )
     repeats: int = Field(
         default=1,
         ge=1,
@@ -301,6 +322,10 @@ class BenchConfig(StrictModel):
         default=None,
         description="Local GPUs to sample (the client often runs on the node); None: all visible",
     )
+    api_key: str | None = Field(
+        default_factory=lambda: os.environ.get("INFERX_API_KEY") or None,
+        description="Sent as Authorization: Bearer (default: $INFERX_API_KEY); redacted",
+    )
     telemetry: bool = Field(default=True, description="Sample power, host and engine metrics")
     telemetry_intervals: dict[str, float] = Field(
         default_factory=dict, description="Sampler name -> interval s, e.g. {nvml: 0.1}"
@@ -319,8 +344,14 @@ class BenchConfig(StrictModel):
 
     @model_validator(mode="after")
     def _remember_secrets(self) -> BenchConfig:
-        remember_secrets(header_secret_values(self.headers))  # every writer masks them
-        return self
+        remember_secrets([*header_secret_values(self.headers), self.api_key or ""])
+        return self  # every writer masks them
+
+    def request_headers(self) -> dict[str, str]:
+        """``headers`` plus the API key's Authorization (a header given wins)."""
+        auth = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        given = {k.lower() for k in self.headers}
+        return {**{k: v for k, v in auth.items() if k.lower() not in given}, **self.headers}
 
 
 def is_sweep(data: dict[str, Any]) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 from inferx_core.errors import UserFacingError
 from inferx_core.launch.process import port_is_free
 from inferx_core.sdk.launch_spec import LaunchSpec, PreflightWait
+from inferx_core.sdk.log import get_logger
 from inferx_core.sdk.platform import Platform
 
 POLL_S = 1.0
@@ -27,9 +28,16 @@ class PreflightTimeout(UserFacingError):
     pass
 
 
+def _announce(what: str, timeout_s: float) -> None:
+    """A wait that may take long says what it waits for, once, as it starts."""
+    get_logger("inferx.preflight").info(f"waiting up to {timeout_s:.0f} s for {what}")
+
+
 def _wait_port(wait: PreflightWait, spec: LaunchSpec, sleep: Callable[[float], None]) -> dict:
     port = wait.port or spec.port
     deadline = time.monotonic() + wait.timeout_s
+    if not port_is_free(port, spec.host):
+        _announce(f"port {port} to be free (something listens on it)", wait.timeout_s)
     while not port_is_free(port, spec.host):
         if time.monotonic() > deadline:
             raise PreflightTimeout(
@@ -83,6 +91,9 @@ def _wait_gpu_memory(
                     "note": f"no sampler reports memory for gpu {missing}; not checked",
                 }
             busy = {g: f for g, f in fractions.items() if f > threshold}
+            if busy and time.monotonic() + wait.timeout_s - deadline < POLL_S:
+                _announce(f"GPU(s) {sorted(busy)} to drop below {threshold:.0%} memory in use",
+                          wait.timeout_s)  # fmt: skip
             if not busy:
                 return {
                     "kind": wait.kind,
@@ -119,7 +130,8 @@ def _wait_unlocked(wait: PreflightWait, sleep: Callable[[float], None]) -> dict:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                pass
+                if time.monotonic() + wait.timeout_s - deadline < POLL_S:
+                    _announce(f"the lock on {wait.path} to be released", wait.timeout_s)
             else:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
                 return {"kind": wait.kind, "path": wait.path, "ok": True}

@@ -54,6 +54,18 @@ class ReadinessTimeout(UserFacingError):
         super().__init__(f"{self.reason}. Last log lines:\n{log_tail}")
 
 
+class ReadinessAuthError(UserFacingError):
+    """The server answered 401/403: no waiting can fix that, only a key."""
+
+    def __init__(self, probe: str, status: int, log_tail: str) -> None:
+        self.log_tail = log_tail
+        self.reason = (
+            f"probe {probe!r} got HTTP {status}: the server needs an API key: set api_key "
+            "/ INFERX_API_KEY (InferX sends it as Authorization: Bearer)"
+        )
+        super().__init__(self.reason)
+
+
 @dataclass
 class ReadinessReport:
     seconds: float
@@ -84,6 +96,8 @@ def check_probe(client: Any, base_url: str, probe: ReadinessProbe, values: dict[
         )
     except httpx.HTTPError as exc:
         raise ProbeFailed(f"{type(exc).__name__}: {exc}") from exc
+    if reply.status_code in (401, 403) and probe.expect_status not in (401, 403):
+        raise ReadinessAuthError(probe.name, reply.status_code, "")
     if reply.status_code != probe.expect_status:
         raise ProbeFailed(f"HTTP {reply.status_code}: {' '.join(reply.text[:200].split())}")
     expected = fill(probe.expect_in_body, values) if probe.expect_in_body else None
@@ -99,13 +113,15 @@ def wait_until_ready(
     model: str,
     timeout_s: float,
     sleep: Callable[[float], None] = time.sleep,
+    headers: dict[str, str] | None = None,
 ) -> ReadinessReport:
+    """Every probe in order, retried until ``timeout_s``; a 401/403 ends the wait at once."""
     import httpx
 
     values = {"served_model_name": served_model_name, "model": model}
     started = time.monotonic()
     report = ReadinessReport(seconds=0.0)
-    with httpx.Client() as client:
+    with httpx.Client(headers=headers) as client:
         for probe in probes:
             remaining = timeout_s - (time.monotonic() - started)
             last_error = "no attempt"
@@ -145,14 +161,16 @@ def wait_until_ready(
     return report
 
 
-def engine_version(base_url: str, path: str | None, field_name: str) -> str | None:
+def engine_version(
+    base_url: str, path: str | None, field_name: str, headers: dict[str, str] | None = None
+) -> str | None:
     """The engine's version as the server reports it, or None (never guessed)."""
     if not path:
         return None
     import httpx
 
     try:
-        reply = httpx.get(base_url.rstrip("/") + path, timeout=10.0)
+        reply = httpx.get(base_url.rstrip("/") + path, timeout=10.0, headers=headers)
         reply.raise_for_status()
         value = reply.json().get(field_name)
     except (httpx.HTTPError, ValueError, AttributeError):

@@ -70,6 +70,8 @@ class LoadConfig:
     duration_s: float | None = None  # stop dispatching after this long
     timeout_s: float = 600.0  # per request, whole request
     idle_timeout_s: float | None = None  # per request, silence between reads
+    first_token_timeout_s: float | None = None  # per request, send -> first generated token
+    token_idle_timeout_s: float | None = None  # per request, gap between generated tokens
     # Freeze the objects that exist before the run out of the cyclic GC, so
     # a full collection during the run does not walk them (a pause that
     # would delay chunk timestamps).
@@ -248,6 +250,8 @@ class LoadScheduler:
                 rec,
                 timeout_s=cfg.timeout_s,
                 idle_timeout_s=cfg.idle_timeout_s,
+                first_token_timeout_s=cfg.first_token_timeout_s,
+                token_idle_timeout_s=cfg.token_idle_timeout_s,
             )
         finally:
             del self._in_flight[task]

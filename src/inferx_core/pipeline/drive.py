@@ -56,7 +56,7 @@ async def _run_scheduler(
             while True:
                 await asyncio.sleep(ABORT_POLL_S)
                 progress.refresh()
-                reason = abort_check() if abort_check else None
+                reason = (abort_check() if abort_check else None) or unanswered(scheduler.result)
                 if reason:
                     abort_reason = reason
                     scheduler.stop(cancel_in_flight=True)
@@ -128,3 +128,18 @@ def drive(
         recorder.stop()
     load = meter.stop(result.window_start_ns, result.window_end_ns)
     return Drive(result, abort_reason, interrupted=False, client_load=load)
+
+
+def unanswered(result: ScheduleResult) -> str | None:
+    """A reason to stop when every request so far timed out without a token (at least 2):
+    the server accepts connections but does not answer, and waiting on would only repeat."""
+    sent = (*result.warmup_records, *result.records)  # in flight included
+    if any(r.chunk_ns for r in sent):
+        return None  # some token came: the server answers, maybe slowly
+    done = [r for r in sent if r.end_ns]
+    if len(done) < 2 or any(r.error_kind != "timeout" for r in done):
+        return None
+    return (
+        f"the server accepts requests but answers none: all {len(done)} finished requests timed "
+        f"out without a token ({done[-1].error}); is it overloaded, stuck or the wrong port?"
+    )

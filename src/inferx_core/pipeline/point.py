@@ -184,6 +184,8 @@ def _load_config(point: LoadPoint, load: LoadProfile, workload: Workload) -> Loa
         seed=workload.seed,
         duration_s=load.duration_s,
         timeout_s=load.request_timeout_s,
+        first_token_timeout_s=load.first_token_timeout_s,
+        token_idle_timeout_s=load.idle_timeout_s,
     )
 
 
@@ -322,9 +324,10 @@ def run_bench(
     check_workload_files(config.workload)
     if config.output_dir is not None:
         ensure_writable(config.output_dir)  # before a point's work, not after it
-    model = config.model or discover_model(config.base_url, config.headers)
-    check_server_context(config.workload, config.base_url, model, config.headers)
-    target = BenchTarget(config.base_url, model, dict(config.headers), *_usage(config))
+    headers = config.request_headers()
+    model = config.model or discover_model(config.base_url, headers)
+    check_server_context(config.workload, config.base_url, model, headers)
+    target = BenchTarget(config.base_url, model, headers, *_usage(config))
     counter = resolve_token_counter(
         config.base_url,
         model,

@@ -320,7 +320,7 @@ def inferx_run(base_url: str, *, conc: int, n: int, osl: int, warmup: int) -> di
     if w["cpu1"] is None:
         raise RuntimeError("InferX: no measured request completed")
     measured = [r for r in outcome.records if not r.warmup]
-    res = outcome.result
+    res = outcome.result.flat()
     return {
         "window_cpu_s": w["cpu1"] - w["cpu0"],
         "window_wall_s": w["wall1"] - w["wall0"],

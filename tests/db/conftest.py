@@ -46,9 +46,12 @@ def _unavailable(why: str) -> None:
 
 def pg_bin() -> Path | None:
     override = os.environ.get("INFERX_PG_BIN")
-    candidates = [override] if override else []
     versions = glob.glob("/usr/lib/postgresql/*/bin")
-    candidates += sorted(versions, key=lambda p: int(Path(p).parent.name), reverse=True)
+    candidates = (
+        [override]
+        if override
+        else sorted(versions, key=lambda p: int(Path(p).parent.name), reverse=True)
+    )
     for folder in candidates:
         if all(os.access(Path(folder) / tool, os.X_OK) for tool in ("initdb", "pg_ctl")):
             return Path(folder)
@@ -144,6 +147,8 @@ def postgres_server() -> Iterator[PostgresServer]:
     except ImportError:
         _unavailable("psycopg is not installed (pip install 'inferx-core[postgres]')")
     bin_dir = pg_bin()
+    if bin_dir is None and os.environ.get("INFERX_PG_BIN"):
+        _unavailable(f"INFERX_PG_BIN={os.environ['INFERX_PG_BIN']} has no initdb/pg_ctl")
     if bin_dir is None and _install() is None:
         bin_dir = pg_bin()
     if bin_dir is None:

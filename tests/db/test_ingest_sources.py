@@ -99,3 +99,34 @@ def test_a_broken_file_is_skipped_with_its_reason(db_url, tmp_path, capsys) -> N
     captured = capsys.readouterr()
     assert "skipped" in captured.err and "torn.json" in captured.err
     assert "0 point(s) stored" in captured.out
+
+
+def test_run_db_stores_each_point_and_keeps_the_export(db_url, tmp_path) -> None:
+    """``inferx run --db ... --export csv``: the database callback chains the exporter."""
+    import fake_engine
+
+    from inferx_core.cli.app import build_parser
+    from inferx_core.cli.db import db_ingester
+    from inferx_core.cli.interop import point_exporter
+    from inferx_core.config.models import RunConfig
+    from inferx_core.pipeline.run import run_configs
+    from inferx_core.sdk.manager import get_plugin_manager
+    from inferx_core.sdk.platform import Platform
+
+    config = RunConfig.model_validate(
+        {"engine": "fake", "model": "org/tiny-model",
+         "plugin_options": {"mode": "ok", "ttft_ms": 5, "itl_ms": 1}, "readiness_timeout_s": 30,
+         "workload": {"isl": 16, "osl": 4}, "load": {"concurrency": [1, 2], "num_prompts": 4}}
+    )  # fmt: skip
+    argv = ["run", "x.yaml", f"--db={db_url}", "--db-label", "nightly-7", "--export", "csv"]
+    args = build_parser().parse_args(argv)
+    on_point = db_ingester(args, point_exporter(args, tmp_path))
+    pm = get_plugin_manager(env={"INFERX_PLUGINS": ""}, extra_plugins=[("fake", fake_engine)])
+    summary = run_configs(
+        [config], pm=pm, platform=Platform(), output_dir=tmp_path, progress=False, on_point=on_point
+    )
+    assert summary.ok and not on_point.errors
+    assert (tmp_path / "export" / "points.csv").is_file()  # the exporter still ran
+    with open_db(db_url) as db:
+        rows = db.points(Filters(label=["nightly-7"], engine=["fake"]))
+    assert sorted(r["point_id"] for r in rows) == sorted(o.point_id for o in summary.outcomes)

@@ -80,3 +80,72 @@ def test_filters_and_price_change_what_is_drawn(chromium: str, tmp_path: Path) -
     assert seen["price"] == "2.5"
     assert seen["cost_after"] == f"{2.5 / (1300 * 3600 / 1e6):.3f}" == "0.534"
     assert seen["cost_chart"] == [pytest.approx(2.5 / (1300 * 3600 / 1e6))]
+
+
+HOVER = "Array.from(document.querySelectorAll('.hoverlayer .hovertext')).map(e => e.textContent)"
+
+
+async def _drive_history(chromium: str, page: Path, profile: Path) -> dict:
+    seen: dict = {}
+    async with Browser(chromium, profile) as b:
+        await b.open(page.resolve().as_uri(), READY)
+        seen["traces"] = await b.evaluate(
+            "document.getElementById('chart-pareto').data.map(t => t.name)"
+        )
+        seen["drawn"] = await b.evaluate(DRAWN)
+        # hover the not-ok point's marker with the mouse: its details appear
+        box = await b.evaluate(
+            "(() => { const red = Array.from(document.querySelectorAll('#chart-pareto path.point'))"
+            ".find(e => getComputedStyle(e).fill === 'rgb(214, 39, 40)');"
+            " const r = red.getBoundingClientRect();"
+            " return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+        )
+        for kind in ("mouseMoved", "mouseMoved"):
+            await b.send("Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1]})
+        await b.wait_for(f"{HOVER}.length > 0")
+        seen["hover"] = await b.evaluate(HOVER)
+        # history of the configuration with most versions, by date, with versions on it
+        seen["history"] = await b.evaluate("document.getElementById('chart-history').data[0].text")
+        seen["history_config"] = await b.evaluate("document.getElementById('history-config').value")
+        # label filter by keyboard: "(all)" -> "n1" -> "n2"
+        await b.evaluate("document.getElementById('f-label').focus()")
+        await b.press("ArrowDown", "ArrowDown", 40)
+        await b.wait_for("document.getElementById('f-label').value === 'n1'")
+        seen["drawn_n1"] = await b.evaluate(DRAWN)
+        seen["history_n1"] = await b.evaluate(
+            "document.getElementById('chart-history').data[0].text"
+        )
+    return seen
+
+
+def test_history_hover_and_not_ok_points(chromium: str, tmp_path: Path) -> None:
+    from result_factory import make_result, write_results
+
+    db = str(tmp_path / "x.duckdb")
+    for night, version in ((1, "0.31"), (2, "0.32")):
+        date = f"2026-12-0{night}T00:00:00+00:00"
+        points = [
+            make_result("h200-tp1-c4", tput_per_gpu=500.0 + night, concurrency=4, date=date),
+            make_result("h200-tp1-c16", tput_per_gpu=1200.0, median_intvty=60.0 + night,
+                        concurrency=16, date=date),
+        ]  # fmt: skip
+        if night == 2:  # a point cut short, with figures: drawn, and marked
+            cut = make_result("h200-tp1-c64", status="interrupted", concurrency=64,
+                              tput_per_gpu=1800.0, median_intvty=25.0, date=date)  # fmt: skip
+            points.append(cut)
+        for p in points:
+            p["engine"]["version"] = version
+        write_results(tmp_path / f"n{night}", points)
+        argv = ["db", "ingest", str(tmp_path / f"n{night}"), "--db", db, "--label", f"n{night}"]
+        assert main(argv) == 0
+    page = tmp_path / "dash.html"
+    assert main(["dashboard", "--db", db, "--output", str(page)]) == 0
+    seen = asyncio.run(_drive_history(chromium, page, tmp_path / "profile"))
+    assert "not ok (failed / interrupted)" in seen["traces"]
+    assert seen["drawn"] == 5  # 4 ok markers + the interrupted one
+    [hover] = seen["hover"]
+    assert "h200-tp1-c64" in hover and "(interrupted)" in hover and "vllm 0.32" in hover
+    assert "failure: engine exited" in hover and "labels n2" in hover
+    assert seen["history_config"] == "h200-tp1-c16"
+    assert seen["history"] == ["0.31", "0.32"]  # both nights, oldest first, versions on them
+    assert seen["drawn_n1"] == 2 and seen["history_n1"] == ["0.31"]

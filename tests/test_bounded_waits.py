@@ -202,3 +202,30 @@ def test_the_port_in_use_wait_says_what_it_waits_for(capsys: pytest.CaptureFixtu
             run_preflight(spec, Platform(), list)
     err = capsys.readouterr().err
     assert f"waiting up to 2 s for port {port} to be free" in err
+
+
+def test_inferx_run_sends_its_api_key_and_never_writes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fake_engine
+
+    from inferx_core.config.models import RunConfig
+    from inferx_core.pipeline.run import run_configs
+    from inferx_core.sdk.manager import get_plugin_manager
+    from inferx_core.sdk.platform import Platform
+
+    monkeypatch.setenv("INFERX_API_KEY", KEY)
+    cfg = RunConfig.model_validate({
+        "engine": "fake", "model": "m", "plugin_options": {"mode": "ok"},
+        "readiness_timeout_s": 30, "stop_grace_s": 5, "workload": {"isl": 8, "osl": 2},
+        "load": {"concurrency": [1], "num_prompts": 2},
+    })  # fmt: skip
+    assert cfg.auth_headers() == {"Authorization": f"Bearer {KEY}"}
+    pm = get_plugin_manager(env={"INFERX_PLUGINS": ""}, extra_plugins=[("fake", fake_engine)])
+    summary = run_configs([cfg], pm=pm, platform=Platform(), output_dir=tmp_path, progress=False)
+    assert [o.status for o in summary.outcomes] != ["failed"]
+    result = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert result["provenance"]["config"]["api_key"] == "***"
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert KEY not in path.read_text(errors="replace"), path

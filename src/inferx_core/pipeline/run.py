@@ -24,6 +24,7 @@ from inferx_core.launch.process import free_port
 from inferx_core.launch.readiness import (
     DEFAULT_PROBES,
     EngineExited,
+    ReadinessAuthError,
     ReadinessTimeout,
     engine_version,
     wait_until_ready,
@@ -140,15 +141,16 @@ class _ServerSession:
                 served_model_name=server.name_served,
                 model=server.model,
                 timeout_s=server.readiness_timeout_s,
+                headers=server.auth_headers(),
             )
-        except (EngineExited, ReadinessTimeout) as exc:
+        except (EngineExited, ReadinessTimeout, ReadinessAuthError) as exc:
             log.error("engine not ready", server=self.plan.server_id, error=exc.reason)
             self.write_failed(exc.reason, todo, engine_log_tail=exc.log_tail)
             return False
         self.context["readiness"] = {"seconds": readiness.seconds, "probes": readiness.probes}
         info = engine_registry(self.pm).get(server.engine).info
         self.context["engine"]["version"] = engine_version(
-            self.handle.base_url, info.version_path, info.version_field
+            self.handle.base_url, info.version_path, info.version_field, server.auth_headers()
         )
         log.info("engine ready", server=self.plan.server_id, seconds=readiness.seconds)
         return True
@@ -173,9 +175,11 @@ class _ServerSession:
         """The longest request fits the engine's max length, as /v1/models reports it."""
         assert self.handle is not None
         try:
+            server = self.plan.server
             check_server_context(
-                self.plan.cfg.workload, self.handle.base_url, self.plan.server.name_served
-            )
+                self.plan.cfg.workload, self.handle.base_url, server.name_served,
+                server.auth_headers(),
+            )  # fmt: skip
         except InputError as exc:
             log.error("workload does not fit the model", error=str(exc))
             self.write_failed(str(exc), todo)
@@ -255,6 +259,7 @@ class _ServerSession:
                 BenchTarget(
                     handle.base_url,
                     server.name_served,
+                    server.auth_headers(),
                     **_usage_fields(engine_registry(self.pm).get(server.engine).info),
                 ),
                 point,

@@ -130,3 +130,26 @@ def test_run_db_stores_each_point_and_keeps_the_export(db_url, tmp_path) -> None
     with open_db(db_url) as db:
         rows = db.points(Filters(label=["nightly-7"], engine=["fake"]))
     assert sorted(r["point_id"] for r in rows) == sorted(o.point_id for o in summary.outcomes)
+
+
+def test_a_database_gone_during_a_run_is_reported_and_the_run_goes_on(tmp_path, capsys) -> None:
+    from result_factory import make_model
+
+    from inferx_core.db.ingest import PointIngester
+
+    class Outcome:
+        result = make_model("h200-tp1-c4")
+        path = None
+
+    calls: list[str] = []
+    url = str(tmp_path / "results.duckdb")
+    ingester = PointIngester(url, "n1", then=lambda o: calls.append(o.result.point_id))
+    ingester(Outcome())
+    assert ingester.report.stored == ["h200-tp1-c4"] and not ingester.errors
+    (tmp_path / "results.duckdb").unlink()
+    (tmp_path / "results.duckdb").mkdir()  # the file replaced by something DuckDB cannot open
+    ingester(Outcome())  # no exception: the point's file is on disk, the run continues
+    assert calls == ["h200-tp1-c4", "h200-tp1-c4"]  # the chained exporter ran both times
+    [error] = ingester.errors
+    assert error.startswith("h200-tp1-c4: not stored in the database")
+    assert "inferx db ingest" in capsys.readouterr().err

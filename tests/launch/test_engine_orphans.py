@@ -131,3 +131,50 @@ def test_watchdog_ignores_ctrl_c_and_hangup(tree: Path, tmp_path: Path) -> None:
     time.sleep(0.3)
     assert handle.watchdog.proc.poll() is None
     handle.stop(grace_s=0.5)
+
+
+# A stand-in `docker`: `run` sleeps like an attached client, every call is logged.
+FAKE_DOCKER = """#!/bin/sh
+echo "$@" >> "$FAKE_DOCKER_LOG"
+if [ "$1" = "run" ]; then exec sleep 600; fi
+"""
+
+
+def test_kill_9_of_inferx_docker_kills_the_container_by_name(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    docker = bin_dir / "docker"
+    docker.write_text(FAKE_DOCKER)
+    docker.chmod(0o755)
+    calls = tmp_path / "docker.log"
+    parent_script = tmp_path / "parent.py"
+    parent_script.write_text(
+        textwrap.dedent(
+            """
+            import sys, time
+            from pathlib import Path
+            from inferx_core.launch.docker import DockerLauncher
+            from inferx_core.sdk.launch_spec import LaunchSpec
+            spec = LaunchSpec(engine="fake", argv=("serve",), image="img:1", port=int(sys.argv[2]))
+            handle = DockerLauncher().start(spec, Path(sys.argv[1]))
+            print(handle.pid, flush=True)
+            time.sleep(600)
+            """
+        )
+    )
+    port = free_port()
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_DOCKER_LOG": str(calls)}
+    parent = subprocess.Popen(
+        [sys.executable, str(parent_script), str(tmp_path / "run"), str(port)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert parent.stdout is not None
+    client = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    wait_for(lambda: gone(client), timeout=20)
+    lines = calls.read_text().splitlines()
+    assert lines[0].startswith("run --rm --init --name inferx-fake-")
+    assert f"kill inferx-fake-{port}" in lines  # the container itself, not only its client

@@ -82,6 +82,13 @@ def register_command(sub: Any) -> None:
     add_db_arguments(p)
     add_validity_arguments(p)
     p.add_argument(
+        "--shared-prefix",
+        type=int,
+        metavar="TOKENS",
+        help="prompts of a group start with the same TOKENS tokens (prefix-cache workloads)",
+    )
+    p.add_argument("--prefix-groups", type=int, metavar="K", help="distinct shared prefixes")
+    p.add_argument(
         "--repeats",
         type=int,
         metavar="N",
@@ -111,6 +118,8 @@ _WORKLOAD_FLAGS = (
     ("dataset", "dataset"),
     ("tokenizer", "tokenizer"),
     ("seed", "seed"),
+    ("shared_prefix", "shared_prefix"),
+    ("prefix_groups", "prefix_groups"),
 )
 _LOAD_FLAGS = (
     ("arrival", "arrival"),

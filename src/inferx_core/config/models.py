@@ -159,6 +159,14 @@ class Workload(StrictModel):
     dataset: Path | None = Field(default=None, description="JSONL file of prompts (kind=dataset)")
     ignore_eos: bool = True
     seed: int = 0
+    shared_prefix: int = Field(
+        default=0,
+        ge=0,
+        description="Tokens every prompt of a group starts with (prefix-cache workloads; 0: none)",
+    )
+    prefix_groups: int = Field(
+        default=1, ge=1, description="Distinct shared prefixes; prompt i uses group i % K"
+    )
     tokenizer: Path | None = Field(
         default=None, description="Local tokenizer.json used when the server has no /tokenize"
     )

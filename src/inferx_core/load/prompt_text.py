@@ -59,7 +59,14 @@ class _ExactFit:
     """Every prompt's current ids, best and last attempt while fitting exact lengths."""
 
     def __init__(
-        self, tok: Any, targets: Sequence[int], seed: int, *, chat: bool, unique_prefix: bool
+        self,
+        tok: Any,
+        targets: Sequence[int],
+        seed: int,
+        *,
+        chat: bool,
+        unique_prefix: bool,
+        shared_prefixes: Sequence[list[int]] | None = None,
     ) -> None:
         n = len(targets)
         self.tok = tok
@@ -77,6 +84,9 @@ class _ExactFit:
             self.prefixes = [
                 e if len(e) < bt else [] for e, bt in zip(enc, self.body_targets, strict=True)
             ]
+        if shared_prefixes is not None:
+            # every prompt starts with its group's ids; fitting trims and extends after them
+            self.prefixes = [list(ids) for ids in shared_prefixes]
         self.ids: list[list[int]] = [self._restart(i) for i in range(n)]
         self.best_text: list[str | None] = [None] * n
         self.best_val: list[int] = [0] * n
@@ -130,7 +140,7 @@ class _ExactFit:
             # cut inside a multi-byte character or a word re-encodes longer
             # and plain trimming would cycle.
             want = len(body) - diff
-            keep = max(0, want - (self.tries[i] - 1))
+            keep = max(min(len(self.prefixes[i]), want), want - (self.tries[i] - 1))
             self.ids[i] = body[:keep] + self._more(i, want - keep)
         else:
             self.ids[i] = body + self._more(i, -diff)
@@ -157,9 +167,13 @@ def exact_random_texts(
     chat: bool,
     unique_prefix: bool,
     max_rounds: int,
+    shared_prefixes: Sequence[list[int]] | None = None,
 ) -> tuple[list[str], list[int]]:
-    """Random-token texts whose measured length equals each target when possible."""
-    fit = _ExactFit(tok, targets, seed, chat=chat, unique_prefix=unique_prefix)
+    """Random-token texts whose measured length equals each target when possible;
+    ``shared_prefixes[i]``: token ids prompt ``i`` starts with (a prefix-cache workload)."""
+    fit = _ExactFit(
+        tok, targets, seed, chat=chat, unique_prefix=unique_prefix, shared_prefixes=shared_prefixes
+    )
     return fit.run(max_rounds)
 
 

@@ -98,6 +98,10 @@ class WorkloadSpec:
     api: Api = "completions"
     unique_prefix: bool = False
     max_fix_iterations: int = 16
+    # Prefix-cache workloads: prompt i starts with group (i % prefix_groups)'s
+    # shared_prefix-token prefix, then a unique part up to its input length.
+    shared_prefix: int = 0
+    prefix_groups: int = 1
 
     def __post_init__(self) -> None:
         if self.kind not in ("random", "lognormal", "dataset"):
@@ -119,6 +123,10 @@ class WorkloadSpec:
             )
         if self.max_fix_iterations < 1:
             raise ValueError("max_fix_iterations must be >= 1")
+        if self.shared_prefix < 0 or self.prefix_groups < 1:
+            raise ValueError("shared_prefix must be >= 0 and prefix_groups >= 1")
+        if self.shared_prefix and self.kind == "dataset":
+            raise ValueError("shared_prefix applies to random/lognormal prompts, not a dataset")
         # validates isl/osl/range_ratio for the chosen semantics
         self.input_lengths()
         self.output_lengths()
@@ -229,14 +237,27 @@ def _random_prompts(
     estimated = counter.source == "estimate"
     in_spec = spec.input_lengths()
     targets = sample_lengths(in_spec, n, stream_rng(seed, STREAM_INPUT))
+    if spec.shared_prefix and not is_tokenizer(counter):
+        raise ValueError(
+            "a shared prefix needs the model's tokenizer (the server's /tokenize or --tokenizer) "
+            "to make prompts share exact tokens"
+        )
     if is_tokenizer(counter):
+        shared = group_prefix_ids(spec, counter, n, seed, chat=chat) if spec.shared_prefix else None
+        if shared is not None:
+            targets = [max(t, len(shared[i]) + 1) for i, t in enumerate(targets)]
+            notes.append(
+                f"shared prefixes: {spec.prefix_groups} group(s) of {spec.shared_prefix} tokens; "
+                f"prompt i uses group i % {spec.prefix_groups}"
+            )
         texts, vals = exact_random_texts(
             counter,
             targets,
             seed,
             chat=chat,
-            unique_prefix=spec.unique_prefix,
+            unique_prefix=spec.unique_prefix and shared is None,
             max_rounds=spec.max_fix_iterations,
+            shared_prefixes=shared,
         )
     else:
         texts, vals = fitted_word_texts(
@@ -254,6 +275,24 @@ def _random_prompts(
         for t, v, tgt, o in zip(texts, vals, targets, out_lens, strict=True)
     ]
     return prompts, in_spec.describe()
+
+
+def group_prefix_ids(
+    spec: WorkloadSpec, tok: Any, n: int, seed: int, *, chat: bool
+) -> list[list[int]]:
+    """Each prompt's shared prefix: ``prefix_groups`` exact-length random texts, as the
+    token ids they encode to, assigned round robin."""
+    groups = spec.prefix_groups
+    texts, _ = exact_random_texts(
+        tok,
+        [spec.shared_prefix + (0 if chat else int(tok.special_overhead))] * groups,
+        seed + 104729,  # a stream of its own: the unique parts keep theirs
+        chat=chat,
+        unique_prefix=False,
+        max_rounds=spec.max_fix_iterations,
+    )
+    bodies = [body for _, body in tok.measure_batch(texts)]
+    return [bodies[i % groups] for i in range(n)]
 
 
 def _count_only_note(counter: TokenCounter, estimated: bool) -> str:

@@ -72,6 +72,8 @@ def workload_spec(workload: Workload) -> WorkloadSpec:
         ),
         dataset_path=str(workload.dataset) if workload.dataset else None,
         api=workload.api,
+        shared_prefix=workload.shared_prefix,
+        prefix_groups=workload.prefix_groups,
     )
 
 

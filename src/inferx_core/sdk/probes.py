@@ -44,4 +44,8 @@ class EngineMetricsMap(BaseModel):
     requests_running: str | None = None
     requests_waiting: str | None = None
     preemptions: str | None = None
+    # Prefix cache counters in tokens (vLLM: vllm:prefix_cache_queries / _hits); the
+    # result reports hits / queries over the measured window as prefix_cache_hit_rate.
+    prefix_cache_queries: str | None = None
+    prefix_cache_hits: str | None = None
     extra: dict[str, str] = Field(default_factory=dict)

@@ -20,6 +20,8 @@ _FIELDS = {
     "requests_running": "engine.requests_running",
     "requests_waiting": "engine.requests_waiting",
     "preemptions": "engine.preemptions_total",
+    "prefix_cache_queries": "engine.prefix_cache_queries_total",
+    "prefix_cache_hits": "engine.prefix_cache_hits_total",
 }
 
 

@@ -51,4 +51,21 @@ def summarize_prefix(
             }
         else:
             out[name] = stats(values)
+    hit_rate = _hit_rate(out)
+    if hit_rate is not None:
+        out["prefix_cache_hit_rate"] = hit_rate
     return out
+
+
+def _hit_rate(metrics: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """Prefix-cache hits / queries (tokens) over the window, from the two counters."""
+    hits = (metrics.get("prefix_cache_hits_total") or {}).get("increase")
+    queries = (metrics.get("prefix_cache_queries_total") or {}).get("increase")
+    if hits is None or queries is None:
+        return None
+    return {
+        "value": hits / queries if queries > 0 else None,
+        "hits_tokens": hits,
+        "queried_tokens": queries,
+        "why": None if queries > 0 else "no prefix-cache lookups in the window",
+    }

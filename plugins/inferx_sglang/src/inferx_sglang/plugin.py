@@ -217,5 +217,6 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
         extra={
             "gen_throughput": "sglang:gen_throughput",  # tok/s, summed over DP ranks
             "kv_used_tokens": "sglang:num_used_tokens",
+            "cache_hit_rate": "sglang:cache_hit_rate",  # prefix (radix) cache hit rate, 0..1
         },
     )

@@ -145,4 +145,6 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
         requests_running="vllm:num_requests_running",
         requests_waiting="vllm:num_requests_waiting",
         preemptions="vllm:num_preemptions",
+        prefix_cache_queries="vllm:prefix_cache_queries",
+        prefix_cache_hits="vllm:prefix_cache_hits",
     )

@@ -282,3 +282,34 @@ def test_any_dataset_file_loads_or_names_its_problem(lines: list[str], tmp_path_
         assert str(path) in str(exc)
         return
     assert records
+
+
+BENCH_FLAGS = ("--isl", "--osl", "--num-prompts", "--concurrency", "--request-rate",
+               "--percentiles", "--duration", "--timeout", "--first-token-timeout",
+               "--idle-timeout", "--range-ratio", "--slo", "--seed", "--warmup", "--num-gpus",
+               "--gpus", "--max-concurrency", "--arrival", "--dataset", "--api")  # fmt: skip
+flag_values = st.one_of(
+    st.integers(-(10**9), 10**12).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.text(alphabet=string.printable, max_size=12),
+    st.sampled_from(["0", "-1", "1,2", "1,,x", "nan", "inf", "ttft_ms=5", "a=b", "", "chat"]),
+)
+
+
+@FAST
+@given(flags=st.lists(st.tuples(st.sampled_from(BENCH_FLAGS), flag_values), max_size=4))
+def test_generated_bench_command_lines_never_raise(
+    flags: list[tuple[str, str]], tmp_path_factory
+) -> None:
+    """Whatever the flags, `inferx bench` exits 2 (a usage or user error; the server at the
+    URL is never there) and never lets an exception out."""
+    out = tmp_path_factory.mktemp("out")
+    argv = ["bench", "--base-url", "http://127.0.0.1:9", "--no-progress", "--no-telemetry",
+            "--output", str(out)]  # fmt: skip
+    for flag, value in flags:
+        argv.append(f"{flag}={value}")
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own usage error: exit 2, no traceback
+        code = exc.code
+    assert code == 2

@@ -141,7 +141,11 @@ def test_list_table_and_labels(db_url: str, tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert "n1\t2 point(s)" in out and "n2\t2 point(s)" in out
     assert main(["db", "list", "--db", db_url, "--engine", "sglang"]) == 0
-    assert "1 point(s)" in capsys.readouterr().out
+    lines = capsys.readouterr().out.splitlines()  # piped: tab-separated, nothing cut
+    assert lines[0] == "1 point(s)" and lines[1].split("\t")[:3] == ["date", "point_id", "status"]
+    expected = ["2026-12-02T01:00:00+00:00", "b-c1", "ok", "H200", "sglang", "1.0", "fp8",
+                "1024", "8192", "1", "1000", "50", "n1"]  # fmt: skip
+    assert lines[2].split("\t") == expected
 
 
 def test_database_location(monkeypatch, tmp_path: Path) -> None:

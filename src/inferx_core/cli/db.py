@@ -142,11 +142,18 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
         return 0
+    cells = [[*(_fmt(row[c]) for c in _LIST_COLUMNS), ",".join(row["labels"]) or "-"]
+             for row in rows]  # fmt: skip
+    if not sys.stdout.isatty():  # piped: tab-separated, nothing cut to a terminal's width
+        print(f"{len(rows)} point(s)")
+        for line in [[*_LIST_COLUMNS, "labels"], *cells]:
+            print("\t".join(line))
+        return 0
     table = Table(title=f"{len(rows)} point(s)")
     for col in (*_LIST_COLUMNS, "labels"):
         table.add_column(col)
-    for row in rows:
-        table.add_row(*(_fmt(row[c]) for c in _LIST_COLUMNS), ", ".join(row["labels"]))
+    for line in cells:
+        table.add_row(*line)
     Console(soft_wrap=True).print(table)
     return 0
 

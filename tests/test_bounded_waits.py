@@ -229,3 +229,16 @@ def test_inferx_run_sends_its_api_key_and_never_writes_it(
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert KEY not in path.read_text(errors="replace"), path
+
+
+@pytest.mark.parametrize("hostile", ["auth"], indirect=True)
+def test_bench_on_a_key_protected_server_names_the_fix(
+    hostile: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    from inferx_core.cli.app import main
+
+    monkeypatch.delenv("INFERX_API_KEY", raising=False)
+    argv = ["bench", "--base-url", hostile, "--no-progress", "--no-telemetry", "--output",
+            str(tmp_path)]  # fmt: skip
+    assert main(argv) == 2
+    assert "the server needs an API key: set api_key / INFERX_API_KEY" in capsys.readouterr().err

@@ -103,7 +103,13 @@ def discover_model(base_url: str, headers: dict[str, str] | None = None) -> str:
         reply.raise_for_status()
         models = [m["id"] for m in reply.json().get("data", [])]
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
-        raise UserFacingError(f"cannot list models at {url}: {exc}; pass --model NAME") from exc
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        fix = (
+            "the server needs an API key: set api_key / INFERX_API_KEY"
+            if status in (401, 403)
+            else "pass --model NAME"
+        )
+        raise UserFacingError(f"cannot list models at {url}: {exc}; {fix}") from exc
     if not models:
         raise UserFacingError(f"{url} lists no model; pass --model NAME")
     return models[0]

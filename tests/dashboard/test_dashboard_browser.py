@@ -141,7 +141,7 @@ def test_history_hover_and_not_ok_points(chromium: str, tmp_path: Path) -> None:
     page = tmp_path / "dash.html"
     assert main(["dashboard", "--db", db, "--output", str(page)]) == 0
     seen = asyncio.run(_drive_history(chromium, page, tmp_path / "profile"))
-    assert "not ok (failed / interrupted)" in seen["traces"]
+    assert "not ok (invalid / failed / interrupted)" in seen["traces"]
     assert seen["drawn"] == 5  # 4 ok markers + the interrupted one
     [hover] = seen["hover"]
     assert "h200-tp1-c64" in hover and "(interrupted)" in hover and "vllm 0.32" in hover

@@ -136,7 +136,7 @@
     const bad = list.filter(function (p) { return !valid(p) && num(p[xf]) && num(y(p)); });
     if (bad.length) {
       traces.push({
-        type: "scatter", mode: "markers", name: "not ok (failed / interrupted)",
+        type: "scatter", mode: "markers", name: "not ok (invalid / failed / interrupted)",
         x: bad.map(function (p) { return p[xf]; }), y: bad.map(y),
         text: bad.map(hover), hoverinfo: "text",
         marker: { color: "#d62728", symbol: "x", size: 10 },

@@ -236,6 +236,7 @@ _EXTRA_COMMAND_MODULES: tuple[str, ...] = (
     "inferx_core.cli.eval",
     "inferx_core.cli.db",
     "inferx_core.cli.docs",
+    "inferx_core.cli.engine",
 )
 
 

@@ -38,11 +38,16 @@ def topics() -> dict[str, Path]:
 
 
 def doc_reference(reference: str) -> str:
-    """``docs/fixes.md#x`` -> ``inferx docs fixes#x``; anything else (a URL) unchanged."""
+    """``docs/fixes.md#x`` -> ``inferx docs fixes#x`` for InferX's own pages; else unchanged."""
     match = _REPO_REF.match(reference.strip())
     if match is None:
         return reference
     topic, anchor = match.groups()
+    try:
+        if topic not in topics():
+            return reference  # another project's page (a third-party plugin's docs/)
+    except UserFacingError:
+        return f"{ONLINE_DOCS}/{topic}.md" + (f"#{anchor}" if anchor else "")
     return f"inferx docs {topic}" + (f"#{anchor}" if anchor else "")
 
 

@@ -39,10 +39,18 @@ def register_command(sub: Any) -> None:
 
 def catalogue(pm: InferxPluginManager) -> list[dict[str, Any]]:
     """Every fix offered, in application order, with the plugin that offers it."""
+    from inferx_core.cli.docs import doc_reference
     from inferx_core.sdk.registries import fix_catalogue
 
+    # A checkout path (docs/fixes.md#...) becomes `inferx docs fixes#...`: the
+    # page ships in the package, the checkout may not exist.
     return [
-        {**fix.describe(), "plugin": plugin, "order": fix.order}
+        {
+            **fix.describe(),
+            "reference": doc_reference(fix.reference),
+            "plugin": plugin,
+            "order": fix.order,
+        }
         for plugin, fix in fix_catalogue(pm)
     ]
 

@@ -139,7 +139,7 @@ class InferxPluginManager(pluggy.PluginManager):
             self._fail(
                 record,
                 f"implements unknown hook(s) {', '.join(unknown)}; "
-                "docs/hooks.md lists the hook names",
+                "`inferx docs hooks` lists the hook names",
             )
             return
         record.hooks = sorted(c.name for c in (self.get_hookcallers(obj) or []))

@@ -82,12 +82,24 @@ def test_error_rate_above_five_percent_names_the_kinds() -> None:
 
 
 def test_replies_read_at_once_invalidate() -> None:
-    records = healthy(10)
-    for i in (1, 4, 7):  # every chunk stamped at the same instant: TTFT == E2E
+    records = healthy(40)  # 160 gaps, 40 replies: enough to judge
+    for i in range(0, 40, 3):  # every chunk stamped at the same instant: TTFT == E2E
         t = records[i].chunk_ns[-1]
         records[i] = rec(i, records[i].send_ns, [t] * 5)
     v = verdict(records)
     assert {"whole_reply_at_once", "chunk_coalescing"} <= failing(v)
+
+
+def test_a_tiny_run_is_marked_not_condemned_for_coalescing() -> None:
+    records = healthy(4)
+    records[1] = rec(1, records[1].send_ns, [records[1].chunk_ns[-1]] * 5)
+    v = verdict(records)
+    assert v.valid  # 16 gaps and 4 replies are too few to judge
+    marks = {c.name: c for c in v.checks if not c.passed and c.severity == "marks"}
+    assert (
+        "whole_reply_at_once" in marks
+        and "20 needed to invalidate" in marks["whole_reply_at_once"].why
+    )
 
 
 def test_open_loop_that_falls_behind_its_rate_is_invalid() -> None:

@@ -199,6 +199,16 @@ class LoadProfile(StrictModel):
         default=None, description="Open loop: requests/s, one load point each"
     )
     arrival: Literal["poisson", "constant"] = "poisson"
+    burstiness: float = Field(
+        default=1.0,
+        gt=0,
+        description="Poisson arrivals: gamma shape of the gaps, mean 1/rate (vLLM's; 1: Poisson, "
+        "<1 burstier)",
+    )
+    ramp: Literal["linear", "exponential"] | None = Field(
+        default=None, description="Open loop: ramp from ramp_start_rps up to each request_rate"
+    )
+    ramp_start_rps: float | None = Field(default=None, gt=0, description="The ramp's first rate")
     max_concurrency: int | None = Field(default=None, ge=1, description="Cap for open loop")
     num_prompts: int | None = Field(default=None, ge=1)
     prompts_per_concurrency: int = Field(
@@ -239,6 +249,10 @@ class LoadProfile(StrictModel):
         for r in self.request_rate or []:
             if r <= 0:
                 raise ValueError(f"request rates must be > 0, got {r}")
+        if self.ramp is not None and (self.request_rate is None or self.ramp_start_rps is None):
+            raise ValueError(
+                "ramp needs request_rate (the end rates) and ramp_start_rps (the first rate)"
+            )
         return self
 
 

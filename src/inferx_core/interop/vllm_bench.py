@@ -227,8 +227,13 @@ def _setup(result: PointResultBase, metadata: Mapping[str, str]) -> dict[str, An
     setup["request_rate"] = "inf" if rate is None or math.isinf(rate) else rate
     # vLLM's arrivals are gamma with shape = burstiness (1: Poisson); evenly
     # spaced arrivals are its limit as the shape grows without bound.
-    setup["burstiness"] = "inf" if arrival_constant else 1.0
+    load_cfg = config.get("load") or {}
+    setup["burstiness"] = "inf" if arrival_constant else float(load_cfg.get("burstiness") or 1.0)
     setup["max_concurrency"] = ident.max_concurrency
+    if load_cfg.get("ramp") and ident.mode == "open":
+        setup["ramp_up_strategy"] = load_cfg["ramp"]
+        setup["ramp_up_start_rps"] = load_cfg.get("ramp_start_rps")
+        setup["ramp_up_end_rps"] = rate
     return setup
 
 

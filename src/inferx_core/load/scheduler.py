@@ -40,6 +40,7 @@ __all__ = [
     "LoadConfig",
     "LoadScheduler",
     "PreparedRequest",
+    "Ramp",
     "ScheduleResult",
     "arrival_intervals",
     "run_load",
@@ -67,6 +68,8 @@ class LoadConfig:
     request_rate: float = math.inf  # requests/s; inf: closed loop
     arrival: Literal["poisson", "constant"] = "poisson"
     seed: int = 0  # for Poisson gaps
+    burstiness: float = 1.0  # gamma shape of the gaps (1: Poisson)
+    ramp: Ramp | None = None  # open loop: ramp the rate up to request_rate
     duration_s: float | None = None  # stop dispatching after this long
     timeout_s: float = 600.0  # per request, whole request
     idle_timeout_s: float | None = None  # per request, silence between reads
@@ -111,20 +114,52 @@ class ScheduleResult:
         return (perf_ns + self.unix_offset_ns) / 1e9
 
 
+@dataclass(frozen=True, slots=True)
+class Ramp:
+    """vLLM's ramp-up: the rate goes from ``start_rps`` to the point's rate over its
+    ``requests`` (request i at progress i / (requests - 1)), linearly or exponentially."""
+
+    kind: Literal["linear", "exponential"]
+    start_rps: float
+    requests: int
+
+    def rate(self, i: int, end_rps: float) -> float:
+        progress = i / (self.requests - 1) if self.requests > 1 else 1.0
+        progress = min(progress, 1.0)
+        if self.kind == "exponential":
+            return float(self.start_rps * (end_rps / self.start_rps) ** progress)
+        return self.start_rps + (end_rps - self.start_rps) * progress
+
+
 def arrival_intervals(
-    rate: float, arrival: Literal["poisson", "constant"], seed: int = 0
+    rate: float,
+    arrival: Literal["poisson", "constant"],
+    seed: int = 0,
+    *,
+    burstiness: float = 1.0,
+    ramp: Ramp | None = None,
 ) -> Iterator[float]:
-    """Endless gaps in seconds between arrivals at ``rate`` per second."""
+    """Endless gaps in seconds between arrivals at ``rate`` per second.
+
+    Poisson arrivals are vLLM's gamma gaps with shape ``burstiness`` and mean
+    ``1 / rate`` (1: exponential gaps, i.e. Poisson; below 1 burstier, above
+    1 more even); ``constant`` is evenly spaced. With ``ramp`` the rate of
+    gap i follows the ramp (vLLM ``--ramp-up-strategy``).
+    """
     if math.isinf(rate):
         while True:
             yield 0.0
-    if arrival == "constant":
-        gap = 1.0 / rate
-        while True:
-            yield gap
     rng = random.Random(seed)
+    i = 0
     while True:
-        yield rng.expovariate(rate)
+        current = ramp.rate(i, rate) if ramp is not None else rate
+        i += 1
+        if arrival == "constant":
+            yield 1.0 / current
+        elif burstiness == 1.0:
+            yield rng.expovariate(current)
+        else:
+            yield rng.gammavariate(burstiness, 1.0 / (current * burstiness))
 
 
 class LoadScheduler:
@@ -304,7 +339,9 @@ class LoadScheduler:
     async def _open_loop(self, out: list[RequestRecord]) -> None:
         cfg = self.config
         loop = asyncio.get_running_loop()
-        gaps = arrival_intervals(cfg.request_rate, cfg.arrival, cfg.seed)
+        gaps = arrival_intervals(
+            cfg.request_rate, cfg.arrival, cfg.seed, burstiness=cfg.burstiness, ramp=cfg.ramp
+        )
         sem = asyncio.Semaphore(cfg.max_concurrency) if cfg.max_concurrency else None
         tasks: set[asyncio.Task[None]] = set()
         t_next = loop.time()

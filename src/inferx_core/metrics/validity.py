@@ -83,26 +83,44 @@ def _error_rate(records: Sequence[RequestRecord], limit: float) -> ValidityCheck
     return _check("error_rate", rate, limit, rate <= limit, why)
 
 
+#: Below these counts a share is too coarse to condemn a point (one burst of a
+#: tiny run is 33%): the check then marks instead of invalidating.
+MIN_GAPS_TO_JUDGE = 100
+MIN_REPLIES_TO_JUDGE = 20
+
+
+def _judged(n: int, minimum: int) -> tuple[Severity, str]:
+    if n >= minimum:
+        return "invalidates", ""
+    return "marks", f" (only {n}; {minimum} needed to invalidate)"
+
+
 def _coalescing(flat: Mapping[str, Any], ok: Sequence[RequestRecord], limits: ValidityLimits):
     zero = flat.get("itl_zero_gap_fraction")
+    n_gaps = sum(max(len(r.chunk_ns) - 1, 0) for r in ok)
+    severity, few = _judged(n_gaps, MIN_GAPS_TO_JUDGE)
     yield _check(
         "chunk_coalescing",
         zero,
         limits.max_zero_gap_fraction,
         zero is None or zero <= limits.max_zero_gap_fraction,
-        f"{(zero or 0):.0%} of chunk gaps are 0: chunks were read together, so ITL percentiles "
-        "describe the client's reads, not generation (TPOT, from E2E - TTFT, is unaffected)",
+        f"{(zero or 0):.0%} of {n_gaps} chunk gaps are 0{few}: chunks were read together, so "
+        "ITL percentiles describe the client's reads, not generation (TPOT, from E2E - TTFT, "
+        "is unaffected)",
+        severity=severity,
     )
     multi = [r for r in ok if r.output_tokens > 1]
     whole = [r for r in multi if r.chunk_ns[-1] == r.chunk_ns[0]]
     share = len(whole) / len(multi) if multi else 0.0
+    severity, few = _judged(len(multi), MIN_REPLIES_TO_JUDGE)
     yield _check(
         "whole_reply_at_once",
         share,
         limits.max_whole_reply_fraction,
         share <= limits.max_whole_reply_fraction,
-        f"{len(whole)} of {len(multi)} multi-token replies arrived in one read: their TTFT "
+        f"{len(whole)} of {len(multi)} multi-token replies arrived in one read{few}: their TTFT "
         "equals their E2E latency (a starved client or a buffering proxy)",
+        severity=severity,
     )
 
 

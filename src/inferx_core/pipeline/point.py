@@ -24,7 +24,7 @@ from inferx_core.launch.interrupts import (
 )
 from inferx_core.load.limits import ensure_concurrency_fits
 from inferx_core.load.records import RequestRecord
-from inferx_core.load.scheduler import LoadConfig, ScheduleResult
+from inferx_core.load.scheduler import LoadConfig, Ramp, ScheduleResult
 from inferx_core.load.token_counter import CounterResolution, resolve_token_counter
 from inferx_core.load.workload import Workload as BuiltWorkload
 from inferx_core.metrics.model import PointMetrics
@@ -133,7 +133,7 @@ def _offered(drive: Drive, point: LoadPoint, load: LoadProfile, n_measured: int)
     return {
         "num_prompts": len(result.records),
         "num_prompts_planned": None if load.duration_s else n_measured,
-        "arrival": None if point.request_rate is None else load.arrival,
+        "arrival": None if point.request_rate is None else arrival_label(load),
         "duration_limit_s": load.duration_s,
         "stopped_by": stopped_by,
         "in_flight_finished_after_stop": result.stopped_by_duration,
@@ -176,11 +176,18 @@ def _write_point(
     return write_point_files(output_dir, result, sidecars)
 
 
-def _load_config(point: LoadPoint, load: LoadProfile, workload: Workload) -> LoadConfig:
+def _load_config(
+    point: LoadPoint, load: LoadProfile, workload: Workload, n_requests: int
+) -> LoadConfig:
+    ramp = None
+    if load.ramp is not None and load.ramp_start_rps is not None and point.request_rate:
+        ramp = Ramp(load.ramp, load.ramp_start_rps, n_requests)
     return LoadConfig(
         max_concurrency=point.concurrency or point.max_concurrency,
         request_rate=point.request_rate or math.inf,
         arrival=load.arrival,
+        burstiness=load.burstiness,
+        ramp=ramp,
         seed=workload.seed,
         duration_s=load.duration_s,
         timeout_s=load.request_timeout_s,
@@ -269,7 +276,7 @@ def run_point(
     ensure_concurrency_fits(point.concurrency or point.max_concurrency)
     source = _with_target(source or PointSource(point_id, point), point_id, point, target, workload)
     requests = _build_or_note_interrupt(target, point, workload, load, counter, source, output_dir)
-    config = _load_config(point, load, workload)
+    config = _load_config(point, load, workload, requests.n_measured)
     recorder = TelemetryRecorder(telemetry.samplers() if telemetry else [])
     label = f"{point_id} ({'closed' if point.concurrency else 'open'} loop)"
     total = None if load.duration_s else requests.n_measured
@@ -419,3 +426,14 @@ def local_telemetry(config: BenchConfig) -> TelemetryPlan:
         metrics_map=metrics_map,
         interval_overrides=config.telemetry_intervals,
     )
+
+
+def arrival_label(load: LoadProfile) -> str:
+    """The arrival process as the result says it (``poisson``, ``gamma(burstiness=0.5)``,
+    ``linear ramp from 1 req/s``...)."""
+    shape = load.arrival
+    if load.arrival == "poisson" and load.burstiness != 1.0:
+        shape = f"gamma(burstiness={load.burstiness:g})"
+    if load.ramp is not None:
+        return f"{load.ramp} ramp from {load.ramp_start_rps:g} req/s, {shape}"
+    return shape

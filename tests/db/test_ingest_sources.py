@@ -156,3 +156,27 @@ def test_a_database_gone_during_a_run_is_reported_and_the_run_goes_on(tmp_path, 
     [error] = ingester.errors
     assert error.startswith("h200-tp1-c4: not stored in the database")
     assert "inferx db ingest" in capsys.readouterr().err
+
+
+def test_regress_uses_the_request_sidecars_still_on_disk(server, tmp_path, capsys) -> None:
+    db = str(tmp_path / "x.duckdb")
+    for label in ("a", "b"):
+        assert _bench(server, tmp_path / label) in (0, 1)  # 1: a point made invalid by load
+        assert main(["db", "ingest", str(tmp_path / label), "--db", db, "--label", label]) == 0
+    capsys.readouterr()
+    argv = ["db", "regress", "--db", db, "--baseline", "a", "--candidate", "b"]
+    main([*argv, "--metric", "median_ttft_ms", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    judged = [m for p in data["points"] for m in p["metrics"] if m["a"] and m["b"]]  # ok points
+    estimates = [m[side] for m in judged for side in ("a", "b")]
+    assert estimates and all(
+        e["basis"] == "median CI from requests (order statistics)" for e in estimates
+    ), estimates
+    # without the files, the normal approximation from std and the request count
+    for label in ("a", "b"):
+        shutil.rmtree(tmp_path / label)
+    main([*argv, "--metric", "median_ttft_ms", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    judged = [m for p in data["points"] for m in p["metrics"] if m["a"] and m["b"]]
+    bases = {m[side]["basis"] for m in judged for side in ("a", "b")}
+    assert bases == {"median CI from std/sqrt(n) (normal approximation)"}

@@ -3,8 +3,9 @@
 Each label's points become one side of :func:`inferx_core.analysis.compare.compare`:
 points are matched by point id (else by load key), several stored versions of
 one point id under a label are its replicates (mean and t-interval), a single
-run's latency medians get the normal-approximation CI from its ``std`` and
-request count (the per-request sidecars are not in the database), and a
+run's latency medians get the order-statistics CI from its ``.requests.jsonl``
+sidecar when the ingested file is still on disk beside it, else the normal
+approximation from its ``std`` and request count (sidecars are not stored), and a
 difference is a regression only beyond the noise floor and, where both sides
 have a CI, when the CIs do not overlap.
 """
@@ -12,15 +13,19 @@ have a CI, when the CIs do not overlap.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from inferx_core.analysis.compare import DEFAULT_NOISE, METRICS, Comparison, SideData, compare
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.analysis.points import THROUGHPUT, build_rows
+from inferx_core.db.records import content_hash
 from inferx_core.db.store import Filters, ResultsDB
 from inferx_core.errors import UserFacingError
+from inferx_core.results.model import parse_result
 from inferx_core.results.read import LoadedResults
 
 __all__ = ["Regression", "metric_fields", "regress", "side_from_db"]
@@ -42,6 +47,16 @@ def metric_fields(names: Sequence[str] | None) -> list[str]:
     return out
 
 
+def _same_file(path: str | None, digest: str) -> bool:
+    """True when ``path`` still holds the stored result (not a later rerun's)."""
+    if not path or not Path(path).is_file():
+        return False
+    try:
+        return content_hash(parse_result(json.loads(Path(path).read_text("utf-8")))) == digest
+    except (OSError, ValueError, TypeError, KeyError):
+        return False
+
+
 def side_from_db(
     db: ResultsDB, label: str, filters: Filters | None = None, options: CostOptions | None = None
 ) -> SideData:
@@ -51,11 +66,14 @@ def side_from_db(
     if not stored:
         raise UserFacingError(f"no points under label {label!r} (see `inferx db list --labels`)")
     versions: dict[str, list[Any]] = {}
+    paths: dict[str, Path] = {}
     for item in sorted(stored, key=lambda s: s.row["date"] or "", reverse=True):
-        result = item.result
+        result, row = item.result, item.row
+        if result.point_id not in versions and _same_file(row["source_path"], row["content_hash"]):
+            paths[result.point_id] = Path(row["source_path"])  # its sidecars, if still there
         versions.setdefault(result.point_id, []).append(result)
     loaded = LoadedResults(
-        results=[versions[pid][0] for pid in sorted(versions)], versions=versions
+        results=[versions[pid][0] for pid in sorted(versions)], paths=paths, versions=versions
     )
     options = options or CostOptions()
     return SideData(label, loaded, build_rows(loaded.results, options), options)

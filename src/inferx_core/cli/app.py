@@ -97,9 +97,10 @@ def _print_plugins_table(rows: list[dict[str, Any]], failures: list[dict[str, An
 
 def cmd_plugins(args: argparse.Namespace) -> int:
     from inferx_core.sdk.manager import get_plugin_manager
-    from inferx_core.sdk.registries import engine_registry
+    from inferx_core.sdk.registries import check_hooks, engine_registry
 
     pm = get_plugin_manager()
+    check_hooks(pm)  # detection and registration hooks: failures listed (strict: raised)
     registry = engine_registry(pm)
     engines_by_plugin: dict[str, list[str]] = {}
     for name, entry in registry.engines.items():

@@ -9,10 +9,14 @@ unregistering a plugin resets the cache.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from inferx_core.sdk.engine import EngineInfo
+from inferx_core.sdk.evaluator import EvaluatorInfo
+from inferx_core.sdk.executor import ExecutorInfo
 from inferx_core.sdk.fixes import DuplicateFixError, Fix, ordered
 from inferx_core.sdk.launcher import LauncherInfo
-from inferx_core.sdk.manager import InferxPluginManager
+from inferx_core.sdk.manager import HookFailure, InferxPluginManager, PluginError
 from inferx_core.sdk.names import (
     EngineConflictError,
     EngineNotFoundError,
@@ -89,6 +93,58 @@ def launchers(pm: InferxPluginManager) -> dict[str, tuple[str, LauncherInfo]]:
     return {name: (e.plugin, e.info) for name, e in registry.entries.items()}
 
 
+# The hooks `inferx plugins` calls to check every plugin, and what each answer
+# must hold (a list of these; detection: one Platform).
+_CHECKED_LIST_HOOKS: dict[str, type] = {
+    "inferx_register_engines": EngineInfo,
+    "inferx_container_fixes": Fix,
+    "inferx_launchers": LauncherInfo,
+    "inferx_executors": ExecutorInfo,
+    "inferx_evaluators": EvaluatorInfo,
+}
+
+
+def _wrong_answers(hook: str, answers: Iterable[tuple[str, object]]) -> list[HookFailure]:
+    expected = _CHECKED_LIST_HOOKS.get(hook)
+    wrong = []
+    for plugin, answer in answers:
+        if expected is None:
+            bad = None if isinstance(answer, Platform) else f"{type(answer).__name__}, not Platform"
+        elif not isinstance(answer, (list, tuple)):
+            bad = f"{type(answer).__name__}, not a list of {expected.__name__}"
+        else:
+            odd = [type(a).__name__ for a in answer if not isinstance(a, expected)]
+            bad = f"items of type {', '.join(odd)}, not {expected.__name__}" if odd else None
+        if bad:
+            wrong.append(HookFailure(plugin, hook, f"returned {bad}"))
+    return wrong
+
+
+def check_hooks(pm: InferxPluginManager) -> list[HookFailure]:
+    """Call every hook that needs no run (detection included) and check each answer's type.
+
+    A hook that raises (e.g. a detector building an invalid ``Accelerator``)
+    or answers the wrong type is a failure, recorded in ``pm.hook_failures``
+    so `inferx plugins` shows it. In strict mode (``INFERX_STRICT_PLUGINS=1``)
+    all of them are collected first, then raised as one ``PluginError``.
+    """
+    strict, pm.strict = pm.strict, False  # collect every failure, not just the first
+    try:
+        pm.engine_registry()  # built (and cached) first: its failures are not counted twice
+        for hook in ("inferx_detect_platform", *_CHECKED_LIST_HOOKS):
+            pm.hook_failures.extend(_wrong_answers(hook, pm.call_each(hook)))
+    finally:
+        pm.strict = strict
+    failures = list(dict.fromkeys(pm.hook_failures))  # a hook called twice fails once
+    pm.hook_failures[:] = failures
+    if strict and failures:
+        lines = [
+            f"{f.plugin} ({pm.distribution_of(f.plugin)}) in {f.hook}: {f.error}" for f in failures
+        ]
+        raise PluginError("plugin hooks failed (INFERX_STRICT_PLUGINS=1):\n  " + "\n  ".join(lines))
+    return failures
+
+
 __all__ = [
     "EngineConflictError",
     "EngineEntry",
@@ -96,6 +152,7 @@ __all__ = [
     "EngineRegistry",
     "LauncherConflictError",
     "LauncherRegistry",
+    "check_hooks",
     "detect_platform",
     "engine_registry",
     "fix_catalogue",

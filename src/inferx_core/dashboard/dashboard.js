@@ -150,7 +150,7 @@
 
   function layout(title, xt, yt, extra) {
     return Object.assign({
-      title: { text: title, font: { size: 15 } }, hovermode: "closest",
+      title: { text: title, font: { size: 15 }, x: 0.01, xanchor: "left" }, hovermode: "closest",
       margin: { l: 60, r: 20, t: 40, b: 50 }, legend: { font: { size: 10 } },
       xaxis: { title: { text: xt } }, yaxis: { title: { text: yt } },
     }, extra || {});

@@ -156,7 +156,15 @@ class Workload(StrictModel):
         "sglang: [L*r, L]; fixed: exactly L",
     )
     lognormal: LognormalMix = Field(default_factory=LognormalMix)
-    dataset: Path | None = Field(default=None, description="JSONL file of prompts (kind=dataset)")
+    dataset: Path | None = Field(
+        default=None,
+        description="Prompts (kind=dataset): InferX JSONL, ShareGPT JSON, a JSON array, "
+        "Parquet or an HF save_to_disk folder (docs/workloads.md)",
+    )
+    dataset_columns: dict[Literal["prompt", "messages", "output_len"], str] = Field(
+        default_factory=dict,
+        description="Column names of a Parquet/HF/JSON dataset, e.g. {prompt: question}",
+    )
     ignore_eos: bool = True
     seed: int = 0
     shared_prefix: int = Field(

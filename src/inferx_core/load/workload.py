@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,9 +42,9 @@ from inferx_core.load.dataset import (
     DatasetRecord,
     Message,
     bad_record,
-    load_jsonl_dataset,
     message_texts,
 )
+from inferx_core.load.dataset_formats import ColumnMap, load_dataset
 from inferx_core.load.lengths import (
     DEFAULT_LOGNORMAL_INPUT,
     DEFAULT_LOGNORMAL_OUTPUT,
@@ -102,6 +102,8 @@ class WorkloadSpec:
     # shared_prefix-token prefix, then a unique part up to its input length.
     shared_prefix: int = 0
     prefix_groups: int = 1
+    # dataset column mapping: (("prompt", col) | ("messages", col), ("output_len", col))
+    dataset_columns: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in ("random", "lognormal", "dataset"):
@@ -410,7 +412,16 @@ def _dataset_prompts(
     assert spec.dataset_path is not None
     chat = spec.api == "chat"
     path = Path(spec.dataset_path)
-    records = load_jsonl_dataset(path)
+    loaded = load_dataset(
+        path, ColumnMap(**dict(spec.dataset_columns)) if spec.dataset_columns else None
+    )
+    records = loaded.records
+    if loaded.reason:
+        notes.append(f"dataset: skipped {loaded.reason}")
+    if loaded.reference_outputs is not None:
+        # ShareGPT: the reference reply's token count is the output length (vLLM's rule)
+        lengths = counter.count_batch([r or "" for r in loaded.reference_outputs])
+        records = [replace(r, output_len=max(1, n)) for r, n in zip(records, lengths, strict=True)]
     if not chat:
         _require_prompt_strings(path, records)
     chosen = [records[i % len(records)] for i in range(n)]

@@ -15,7 +15,7 @@ from typing import Any
 from inferx_core.config.checks import check_fits_context
 from inferx_core.config.models import Workload
 from inferx_core.errors import UserFacingError
-from inferx_core.load.dataset import load_jsonl_dataset
+from inferx_core.load.dataset_formats import ColumnMap, load_dataset
 
 
 class InputError(UserFacingError, ValueError):
@@ -25,7 +25,8 @@ class InputError(UserFacingError, ValueError):
 def check_workload_files(workload: Workload, where: str = "workload") -> None:
     """The dataset parses (every line) and the tokenizer file exists, when they are given."""
     if workload.kind == "dataset" and workload.dataset is not None:
-        load_jsonl_dataset(workload.dataset)  # DatasetError names file, line and fix
+        columns = ColumnMap(**workload.dataset_columns) if workload.dataset_columns else None
+        load_dataset(workload.dataset, columns)  # DatasetError names file, line and fix
     tokenizer = workload.tokenizer
     if tokenizer is not None and not tokenizer.is_file():
         raise InputError(

@@ -73,6 +73,7 @@ def workload_spec(workload: Workload) -> WorkloadSpec:
         dataset_path=str(workload.dataset) if workload.dataset else None,
         api=workload.api,
         shared_prefix=workload.shared_prefix,
+        dataset_columns=tuple(sorted(workload.dataset_columns.items())),
         prefix_groups=workload.prefix_groups,
     )
 

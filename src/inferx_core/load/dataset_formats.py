@@ -1,0 +1,132 @@
+"""Dataset files beyond InferX's JSONL: ShareGPT JSON, JSON arrays, Parquet, HF ``save_to_disk``.
+
+Every format becomes the same :class:`~inferx_core.load.dataset.DatasetRecord`
+list, so lengths are still measured with the model's tokenizer:
+
+- ShareGPT (``[{"conversations": [{"from": "human", "value": ...}, {"from": "gpt",
+  ...}]}]``, vLLM's ``sharegpt`` dataset): the first human turn is the prompt,
+  the following gpt turn's token count its output length (vLLM's rule),
+  conversations with fewer than two turns are skipped and counted;
+- a JSON array of InferX records (``prompt``/``messages``, ``output_len``);
+- Parquet, JSON/JSONL or an HF ``datasets.save_to_disk`` folder with a
+  column mapping (``prompt_column`` or ``messages_column``, optional
+  ``output_len_column``), read with pyarrow (``inferx-core[parquet]``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inferx_core.load.dataset import DatasetError, DatasetRecord, load_jsonl_dataset
+
+_SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "chatgpt": "assistant"}
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    prompt: str | None = "prompt"
+    messages: str | None = None
+    output_len: str | None = "output_len"
+
+
+@dataclass
+class LoadedDataset:
+    records: list[DatasetRecord]
+    skipped: int = 0
+    reason: str | None = None
+    # ShareGPT: the reference reply per record; its token count is the output length
+    reference_outputs: list[str | None] | None = None
+
+
+def _sharegpt(rows: list[Any], path: Path) -> LoadedDataset:
+    records: list[DatasetRecord] = []
+    outputs: list[str | None] = []
+    skipped = 0
+    for i, row in enumerate(rows, start=1):
+        turns = row.get("conversations") if isinstance(row, Mapping) else None
+        if not isinstance(turns, list):
+            raise DatasetError(f"{path}: record {i} has no 'conversations' list (ShareGPT)")
+        pair = [t for t in turns if isinstance(t, Mapping) and isinstance(t.get("value"), str)]
+        if len(pair) < 2 or _SHAREGPT_ROLES.get(str(pair[0].get("from"))) != "user":
+            skipped += 1
+            continue
+        if not pair[0]["value"].strip():
+            skipped += 1
+            continue
+        records.append(DatasetRecord(prompt=pair[0]["value"], output_len=None, line=i))
+        outputs.append(pair[1]["value"])
+    if not records:
+        raise DatasetError(f"{path}: no ShareGPT conversation with a human turn and a reply")
+    why = f"{skipped} conversation(s) without a human turn and a reply" if skipped else None
+    return LoadedDataset(records, skipped, why, outputs)
+
+
+def _from_rows(rows: Iterable[Mapping[str, Any]], path: Path, cols: ColumnMap) -> LoadedDataset:
+    records = []
+    for i, row in enumerate(rows, start=1):
+        obj: dict[str, Any] = {}
+        if cols.messages:
+            obj["messages"] = row.get(cols.messages)
+        else:
+            obj["prompt"] = row.get(cols.prompt or "prompt")
+        if cols.output_len and row.get(cols.output_len) is not None:
+            obj["output_len"] = int(row[cols.output_len])
+        records.append(_one(obj, path, i))
+    if not records:
+        raise DatasetError(f"{path}: no rows")
+    return LoadedDataset(records)
+
+
+def _one(obj: dict[str, Any], path: Path, i: int) -> DatasetRecord:
+    # reuse the JSONL checks (and their messages) for one object
+    from inferx_core.load.dataset import _parse_record
+
+    rec = _parse_record(path, i, json.dumps(obj))
+    return rec
+
+
+def _arrow_rows(path: Path) -> list[dict[str, Any]]:
+    try:
+        import pyarrow.dataset as pads
+    except ImportError:
+        raise DatasetError(
+            f"{path}: reading Parquet/HF datasets needs pyarrow: pip install 'inferx-core[parquet]'"
+        ) from None
+    if path.is_dir():  # HF save_to_disk: data-*.arrow files (Arrow IPC streams)
+        files = sorted(path.glob("*.arrow"))
+        if not files:
+            raise DatasetError(f"{path}: a folder without .arrow files (HF save_to_disk)")
+        import pyarrow as pa
+
+        rows: list[dict[str, Any]] = []
+        for f in files:
+            with pa.memory_map(str(f)) as source:
+                rows += pa.ipc.open_stream(source).read_all().to_pylist()
+        return rows
+    return pads.dataset(str(path), format="parquet").to_table().to_pylist()
+
+
+def load_dataset(path: str | Path, cols: ColumnMap | None = None) -> LoadedDataset:
+    """The records of any supported dataset file (see the module doc)."""
+    p = Path(path)
+    cols = cols or ColumnMap()
+    if p.is_dir() or p.suffix == ".parquet":
+        return _from_rows(_arrow_rows(p), p, cols)
+    if p.suffix == ".json":
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DatasetError(f"{p}: not a readable JSON file ({exc})") from None
+        if not isinstance(data, list):
+            raise DatasetError(f"{p}: a JSON dataset is an array of records")
+        if data and isinstance(data[0], Mapping) and "conversations" in data[0]:
+            return _sharegpt(data, p)
+        return _from_rows(data, p, cols)
+    if cols != ColumnMap():
+        rows = [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line]
+        return _from_rows(rows, p, cols)
+    return LoadedDataset(load_jsonl_dataset(p))

@@ -114,6 +114,11 @@ def load_dataset(path: str | Path, cols: ColumnMap | None = None) -> LoadedDatas
     """The records of any supported dataset file (see the module doc)."""
     p = Path(path)
     cols = cols or ColumnMap()
+    if not p.exists():
+        raise DatasetError(
+            f"{p}: no such dataset file or folder (relative paths start at the current "
+            f"directory, {Path.cwd()})"
+        )
     if p.is_dir() or p.suffix == ".parquet":
         return _from_rows(_arrow_rows(p), p, cols)
     if p.suffix == ".json":

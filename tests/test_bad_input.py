@@ -10,7 +10,9 @@ but a user error.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import string
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from inferx_core.cli.app import main
 from inferx_core.cli.bench import bench_config_from_args
 from inferx_core.config.loader import ConfigError, parse_config_text
 from inferx_core.config.models import RunConfig
+from inferx_core.config.sweep import SweepConfig
 from inferx_core.errors import UserFacingError
 from inferx_core.load.dataset import DatasetError, load_jsonl_dataset
 from inferx_core.pipeline.run import run_configs
@@ -90,12 +93,12 @@ def test_percentiles_out_of_range_fail_before_any_request(
 @pytest.mark.parametrize(
     ("content", "says"),
     [
-        (None, "cannot read dataset"),  # missing file
+        (None, "cannot read dataset|no such dataset"),  # missing file
         ("", "no records"),
         ('{"prompt": "hi"}\n{not json\n', "jsonl:2: invalid JSON"),
         ('{"messages": "hi"}\n', "'messages' must be a non-empty list"),
         ('{"prompt": "hi", "output_len": -3}\n', "output_len"),
-        ("dir", "Is a directory"),
+        ("dir", "Is a directory|folder"),  # a folder may be an HF save_to_disk dataset
     ],
 )
 def test_dataset_problems_exit_2_in_bench_and_validate(
@@ -107,12 +110,12 @@ def test_dataset_problems_exit_2_in_bench_and_validate(
     elif content is not None:
         path.write_text(content)
     err = exits_2(bench("--dataset", str(path), "--output", str(tmp_path / "out")), capsys)
-    assert str(path) in err and says in err
+    assert str(path) in err and re.search(says, err)
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"engine": "vllm", "model": "m", "workload": {
         "kind": "dataset", "dataset": str(path)}}))  # fmt: skip
     err = exits_2(["validate", str(config)], capsys)
-    assert str(path) in err and says in err
+    assert str(path) in err and re.search(says, err)
 
 
 def test_inferx_run_reads_the_dataset_before_launching(
@@ -241,6 +244,17 @@ run_keys = st.sampled_from(
     ["engine", "model", "port", "max_model_len", "workload", "load", "parallelism", "gpu_ids",
      "engine_env", "stop_grace_s", "base", "sweep", "base_url", "percentiles", "headers", "isl"]
 )  # fmt: skip
+sweep_docs = st.fixed_dictionaries(
+    {"base": st.fixed_dictionaries({"engine": st.just("vllm"), "model": st.just("m")},
+                                   optional={"max_model_len": st.integers(-2, 5000)})},
+    optional={"matrix": st.fixed_dictionaries({}, optional={
+        "scenarios": st.lists(st.fixed_dictionaries(
+            {"name": st.text(string.ascii_lowercase, min_size=1, max_size=3)},
+            optional={"isl": st.integers(-5, 9000), "osl": st.integers(-5, 9000)}), max_size=3),
+        "tp": st.lists(st.integers(-1, 9), max_size=3),
+        "concurrency": st.lists(st.integers(-1, 64), max_size=3),
+    })},
+)  # fmt: skip
 workload_docs = st.fixed_dictionaries(
     {"engine": st.just("vllm"), "model": st.just("m")},
     optional={
@@ -261,14 +275,33 @@ workload_docs = st.fixed_dictionaries(
 
 @FAST
 @given(
-    doc=st.one_of(st.dictionaries(run_keys, json_values, max_size=5), workload_docs, json_values)
+    doc=st.one_of(
+        st.dictionaries(run_keys, json_values, max_size=5), workload_docs, sweep_docs, json_values
+    )
 )
 def test_the_config_loader_raises_only_config_errors(doc: Any) -> None:
     text = json.dumps(doc, allow_nan=True)
     try:
-        parse_config_text(text, "generated.json")
+        config = parse_config_text(text, "generated.json")
     except ConfigError as exc:
         assert str(exc).startswith("invalid config generated.json")
+        return
+    if isinstance(config, SweepConfig):
+        with contextlib.suppress(UserFacingError):  # or a SweepError naming the combination
+            config.expand()
+
+
+def test_a_sweep_combination_that_cannot_run_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "sweep.yaml"
+    config.write_text(yaml.safe_dump({
+        "base": {"engine": "vllm", "model": "m", "max_model_len": 2048},
+        "matrix": {"scenarios": [{"name": "short", "isl": 512, "osl": 128},
+                                 {"name": "long", "isl": 4096, "osl": 128}]},
+    }))  # fmt: skip
+    err = exits_2(["validate", str(config)], capsys)
+    assert "sweep combination #2 (scenario=long)" in err and "max_model_len 2048" in err
 
 
 @FAST

@@ -32,7 +32,7 @@ import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pydantic import Field, PositiveInt
+from pydantic import Field, PositiveInt, ValidationError
 
 from inferx_core.config.axes import ConcurrencyRange, Precision
 from inferx_core.config.base import StrictModel
@@ -150,9 +150,23 @@ def expand_sweep(base: RunConfig, matrix: SweepMatrix) -> list[RunConfig]:
         if levels:
             data["load"]["concurrency"] = levels
             data["load"]["request_rate"] = None
-        runs.append(RunConfig.model_validate(data))
+        runs.append(_combination(data, combo, len(runs) + 1))
     _check_unique_points(runs)
     return runs
+
+
+def _combination(data: dict[str, Any], combo: Sequence[Any], number: int) -> RunConfig:
+    """One expanded run; a combination that cannot work is a SweepError naming it."""
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        axes = ", ".join(f"{key}={getattr(value, 'name', value)}" for key, value in combo)
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'run'}: {e['msg']}" for e in exc.errors()
+        )
+        raise SweepError(
+            f"sweep combination #{number} ({axes or 'the base'}) is not a valid run: {problems}"
+        ) from None
 
 
 def _check_unique_points(runs: Sequence[RunConfig]) -> None:

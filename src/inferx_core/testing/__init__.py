@@ -1,5 +1,6 @@
-"""Test doubles for InferX: a scripted OpenAI-compatible streaming server, and a
-table-driven answer server for accuracy tests (``AnswerServer``).
+"""Test doubles for InferX: a scripted OpenAI-compatible streaming server, a
+table-driven answer server for accuracy tests (``AnswerServer``), and the
+plugin test kit (``plugin_kit``: ``check_plugin`` and one check per rule).
 
 Names are imported lazily so ``python -m inferx_core.testing.sse_server``
 does not import its own module twice.
@@ -10,7 +11,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["FAIL_MODES", "AnswerServer", "SSETestServer", "ServerKnobs", "ServerProcess"]
+__all__ = [
+    "FAIL_MODES",
+    "AnswerServer",
+    "SSETestServer",
+    "ServerKnobs",
+    "ServerProcess",
+    "check_plugin",
+]
 
 _HOMES = {
     "AnswerServer": "inferx_core.testing.answers",
@@ -18,6 +26,7 @@ _HOMES = {
     "ServerKnobs": "inferx_core.testing.knobs",
     "SSETestServer": "inferx_core.testing.server",
     "ServerProcess": "inferx_core.testing.sse_server",
+    "check_plugin": "inferx_core.testing.plugin_kit",
 }
 
 

@@ -128,3 +128,13 @@ def test_a_secret_in_free_text_is_masked_by_value() -> None:
     RunConfig.model_validate({"engine": "x", "model": "m", "engine_env": {"DB_URL": "pg://u:pw9"}})
     message = "engine said: cannot reach pg://u:pw9 (refused)"
     assert "pw9" not in redact({"error": message})["error"]
+
+
+def test_public_env_keeps_a_declared_value_but_never_a_secret_name() -> None:
+    env = {"MY_MODE": "fast-path", "MY_TOKEN": "tok-123456"}
+    RunConfig.model_validate(
+        {"engine": "x", "model": "m", "public_env": ["MY_MODE", "MY_TOKEN"], "engine_env": env}
+    )
+    assert is_public_env_name("MY_MODE") and not is_public_env_name("MY_TOKEN")
+    out = redact({"engine_env": {"MY_MODE": "fast-path", "MY_TOKEN": "tok-123456"}})
+    assert out == {"engine_env": {"MY_MODE": "fast-path", "MY_TOKEN": "***"}}

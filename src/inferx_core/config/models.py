@@ -15,12 +15,17 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, NonNegativeInt, field_validator, model_validator
 
 from inferx_core.config.base import StrictModel
 from inferx_core.config.checks import check_base_url, check_fits_context, check_percentiles
 from inferx_core.config.evals import EvalsConfig
-from inferx_core.config.secrets import env_secret_values, header_secret_values, remember_secrets
+from inferx_core.config.secrets import (
+    env_secret_values,
+    header_secret_values,
+    remember_public_names,
+    remember_secrets,
+)
 from inferx_core.config.validity import ValidityLimits
 
 RangeSemantics = Literal["inferencex", "vllm", "sglang", "fixed"]
@@ -71,7 +76,16 @@ class ServerConfig(StrictModel):
         description="Extra engine flags: {'enforce-eager': true, 'max-num-batched-tokens': 8192}",
     )
     extra_argv: list[str] = Field(default_factory=list, description="Raw extra arguments")
-    engine_env: dict[str, str] = Field(default_factory=dict)
+    engine_env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Environment of the engine. Values are secrets (never written) unless the "
+        "name is on the allow-list (CUDA_*, NCCL_*, ...) or in public_env",
+    )
+    public_env: list[str] = Field(
+        default_factory=list,
+        description="engine_env names whose values hold no secret and may be written "
+        "(names that say TOKEN, KEY, SECRET, PASSWORD, ... never are)",
+    )
     engine_cpus: list[int] | None = Field(
         default=None,
         description="CPUs the engine may run on (taskset, docker --cpuset-cpus, srun "
@@ -86,7 +100,9 @@ class ServerConfig(StrictModel):
     launcher: str = Field(default="process", description="Launcher name (see `inferx plugins`)")
     host: str = "127.0.0.1"
     port: int | None = Field(default=None, ge=1, le=65535, description="None: pick a free port")
-    gpu_ids: list[int] | None = Field(default=None, description="None: the first tp*pp*dp GPUs")
+    gpu_ids: list[NonNegativeInt] | None = Field(
+        default=None, description="None: the first tp*pp*dp GPUs"
+    )
     disable_fixes: list[str] = Field(default_factory=list, description="Fix ids not to apply")
     readiness_timeout_s: float = Field(default=1800.0, gt=0)
     api_key: str | None = Field(
@@ -106,6 +122,7 @@ class ServerConfig(StrictModel):
 
     @model_validator(mode="after")
     def _remember_secrets(self) -> ServerConfig:
+        remember_public_names(self.public_env)
         remember_secrets([*env_secret_values(self.engine_env), self.api_key or ""])
         return self  # every writer masks them
 
@@ -348,7 +365,7 @@ class BenchConfig(StrictModel):
     engine: str | None = Field(
         default=None, description="Engine behind the server, to scrape its /metrics by name"
     )
-    gpus: list[int] | None = Field(
+    gpus: list[NonNegativeInt] | None = Field(
         default=None,
         description="Local GPUs to sample (the client often runs on the node); None: all visible",
     )

@@ -50,11 +50,21 @@ PUBLIC_HEADERS = frozenset(
 )
 
 
+_PUBLIC_NAMES: set[str] = set()  # added by configs' ``public_env`` (process-wide)
+
+
+def remember_public_names(names: Iterable[str]) -> None:
+    """Env names a config declared free of secrets (``public_env``); a secret word still wins."""
+    _PUBLIC_NAMES.update(n.upper() for n in names)
+
+
 def is_public_env_name(name: str) -> bool:
     """True when ``name`` is on the allow-list and does not name a secret (see module doc)."""
     upper = name.upper()
     if _SECRET_WORDS.search(upper):
         return False
+    if upper in _PUBLIC_NAMES:
+        return True
     return any(fnmatch.fnmatchcase(upper, pattern) for pattern in PUBLIC_ENV_PATTERNS)
 
 

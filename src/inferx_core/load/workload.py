@@ -200,6 +200,7 @@ class Workload:
     def summary(self) -> dict[str, Any]:
         """JSON-ready metadata (no prompt texts)."""
         spec = asdict(self.spec)
+        spec["dataset_columns"] = dict(self.spec.dataset_columns)  # JSON has no tuples
         ptoks = [p.prompt_tokens for p in self.prompts]
         otoks = [p.max_tokens for p in self.prompts]
         return {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import string
+import time
 from pathlib import Path
 
 import fake_engine
@@ -118,7 +119,7 @@ def test_engine_env_never_reaches_results_sidecars_logs_plans_or_sbatch(
     scripts = "\n".join(job["script"] for job in view["jobs"])
     texts = {**written_text(root / "out"), "log": log.getvalue(), "plan": plans,
              "sbatch": scripts, "describe": json.dumps(view)}  # fmt: skip
-    texts = {k: v for k, v in texts.items() if not str(k).endswith("engine.log")}  # the engine's
+    # engine.log included: scrubbed when the engine stops
     assert_nowhere([aws, plain, key], texts)
     result = json.loads(next((root / "out").glob("*.json")).read_text())
     assert result["provenance"]["config"]["engine_env"]["NCCL_DEBUG"] == "INFO"  # allow-listed
@@ -138,3 +139,26 @@ def test_public_env_keeps_a_declared_value_but_never_a_secret_name() -> None:
     assert is_public_env_name("MY_MODE") and not is_public_env_name("MY_TOKEN")
     out = redact({"engine_env": {"MY_MODE": "fast-path", "MY_TOKEN": "tok-123456"}})
     assert out == {"engine_env": {"MY_MODE": "fast-path", "MY_TOKEN": "***"}}
+
+
+def test_the_engine_log_is_scrubbed_when_the_engine_stops(tmp_path: Path) -> None:
+    import sys
+
+    from inferx_core.launch.process import ProcessLauncher, free_port
+    from inferx_core.sdk.launch_spec import LaunchSpec
+
+    secret = "sk-engine-printed-this-9f8e7d"
+    RunConfig.model_validate({"engine": "x", "model": "m", "engine_env": {"MY_KEY": secret}})
+    code = (
+        "import os, time; print('args:', {'api_key': os.environ['MY_KEY']}, flush=True); "
+        "time.sleep(60)"
+    )
+    spec = LaunchSpec(engine="x", argv=(sys.executable, "-c", code), env={"MY_KEY": secret},
+                      port=free_port())  # fmt: skip
+    handle = ProcessLauncher().start(spec, tmp_path)
+    deadline = time.monotonic() + 20
+    while "args:" not in handle.log_tail() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    handle.stop(grace_s=1)
+    log = (tmp_path / "engine.log").read_text()
+    assert "args:" in log and secret not in log and "***" in log

@@ -29,6 +29,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from inferx_core.config.secrets import scrub
 from inferx_core.launch.envutil import engine_environment
 from inferx_core.launch.watchdog import Watchdog, start_watchdog
 from inferx_core.sdk.launch_spec import LaunchSpec
@@ -122,6 +123,21 @@ def _limits_setter(ulimits: dict[str, int], cpus: tuple[int, ...] = ()) -> Any:
     return apply
 
 
+def scrub_file(path: Path) -> None:
+    """Rewrite ``path`` with every registered secret value masked (only when one is in it)."""
+    try:
+        text = path.read_bytes().decode("utf-8", "surrogateescape")
+    except OSError:
+        return
+    clean = scrub(text)
+    if clean == text:
+        return
+    tmp = path.with_name(f".{path.name}.scrub")
+    with contextlib.suppress(OSError):
+        tmp.write_bytes(clean.encode("utf-8", "surrogateescape"))
+        os.replace(tmp, path)
+
+
 class ProcessHandle:
     """A running engine process group."""
 
@@ -174,6 +190,7 @@ class ProcessHandle:
             self.kill_now()
             raise
         self._release_watchdog()
+        scrub_file(self.log_path)  # the engine may have printed a key (vLLM logs its args)
 
     def kill_now(self) -> None:
         """SIGKILL the group and every descendant now (a second Ctrl-C), no grace."""

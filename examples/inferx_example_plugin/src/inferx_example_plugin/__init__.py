@@ -75,7 +75,7 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
         argv=tuple(argv + list(server.extra_argv)),
         env=dict(server.engine_env),
         host=server.host,
-        port=server.port or 9000,
+        port=server.port,
         gpu_ids=tuple(a.index for a in platform.accelerators_of("google"))[: server.num_gpus],
     )
 

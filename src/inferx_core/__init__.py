@@ -119,7 +119,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "inferx_core.launch.resolve": ("ResolvedLaunch", "resolve_launch"),
     # embedding: benchmark a running server from Python (examples/embed_in_pipeline.py)
-    "inferx_core.pipeline.point": ("run_bench",),
+    "inferx_core.pipeline.bench_api": ("arun_bench", "run_bench"),
     # results in and out: typed results, vLLM/InferenceX/CSV/Parquet (docs/interop.md)
     "inferx_core.results.model": ("parse_result",),
     "inferx_core.interop.export": ("ExportOptions", "export_paths", "export_results"),
@@ -190,6 +190,7 @@ __all__ = [
     "Workload",
     "__version__",
     "apply_fixes",
+    "arun_bench",
     "checked_plugin_options",
     "default_gpu_ids",
     "detect_platform",
@@ -262,7 +263,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from inferx_core.interop.importers import import_file
     from inferx_core.launch.process import ProcessLauncher, resolve_run_dir
     from inferx_core.launch.resolve import ResolvedLaunch, resolve_launch
-    from inferx_core.pipeline.point import run_bench
+    from inferx_core.pipeline.bench_api import arun_bench, run_bench
     from inferx_core.results.files import read_result, write_json_atomic
     from inferx_core.results.model import parse_result
     from inferx_core.sdk.engine import EngineInfo

@@ -108,3 +108,19 @@ def test_progress_default_is_silent_without_a_terminal() -> None:
     with LoadProgress("c=1", 3, stream=stream) as bar:
         bar.refresh()
     assert stream.getvalue() == ""
+
+
+def test_sse_server_help_says_what_it_prints_when_ready() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "inferx_core.testing.sse_server", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    text = " ".join(done.stdout.split())
+    assert "SSE_SERVER_READY <base_url>" in text and "x_test" in text
+    assert "--fail-after FAIL_AFTER content chunks sent before a mid-stream failure" in text

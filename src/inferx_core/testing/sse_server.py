@@ -133,21 +133,54 @@ class ServerProcess:
 def main(argv: list[str] | None = None) -> None:
     """CLI entry point: serve until SIGINT/SIGTERM."""
     ap = argparse.ArgumentParser(
-        prog="python -m inferx_core.testing.sse_server", description=__doc__.split("\n")[0]
+        prog="python -m inferx_core.testing.sse_server",
+        description=__doc__.split("\n")[0]
+        + " Serves /v1/completions, /v1/chat/completions, /v1/models, /health and /tokenize "
+        "with scripted timing and failures. Once listening it prints one line to stdout, "
+        f"'{READY_LINE} <base_url>' (e.g. '{READY_LINE} http://127.0.0.1:8000'): wait for it, "
+        "then send requests. SIGINT/SIGTERM stop it.",
+        epilog='Per request, a JSON object under the body key "x_test" overrides any of these '
+        'settings, e.g. {"x_test": {"ttft_ms": 40, "fail": "drop", "fail_after": 3}}. '
+        "From Python: inferx_core.testing.ServerProcess (a subprocess) or SSETestServer "
+        "(in-process).",
     )
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=8000, help="0 picks a free port")
-    ap.add_argument("--ttft-ms", type=float, default=0.0)
-    ap.add_argument("--itl-ms", type=float, default=0.0)
-    ap.add_argument("--tokens-per-chunk", type=int, default=1)
-    ap.add_argument("--usage", choices=["final", "finish", "none", "continuous"], default="final")
-    ap.add_argument("--fail", choices=FAIL_MODES, default=None)
-    ap.add_argument("--fail-after", type=int, default=None)
-    ap.add_argument("--natural-len", type=int, default=None)
-    ap.add_argument("--no-role-chunk", action="store_true")
-    ap.add_argument("--comments", action="store_true")
-    ap.add_argument("--stamp", action="store_true")
-    ap.add_argument("--model", default="test-model")
+    ap.add_argument("--host", default="127.0.0.1", help="address to listen on (%(default)s)")
+    ap.add_argument("--port", type=int, default=8000, help="0 picks a free port (%(default)s)")
+    ap.add_argument(
+        "--ttft-ms", type=float, default=0.0, help="request received -> first content chunk"
+    )
+    ap.add_argument("--itl-ms", type=float, default=0.0, help="between two content chunks")
+    ap.add_argument("--tokens-per-chunk", type=int, default=1, help="tokens in each chunk")
+    ap.add_argument(
+        "--usage",
+        choices=["final", "finish", "none", "continuous"],
+        default="final",
+        help="where usage goes: a final empty-choices chunk, the finish_reason chunk, nowhere, "
+        "or every chunk cumulatively (like vLLM's continuous_usage_stats)",
+    )
+    ap.add_argument("--fail", choices=FAIL_MODES, default=None, help="fail every request so")
+    ap.add_argument(
+        "--fail-after",
+        type=int,
+        default=None,
+        help="content chunks sent before a mid-stream failure (default: half)",
+    )
+    ap.add_argument(
+        "--natural-len",
+        type=int,
+        default=None,
+        help="output length when a request does not set ignore_eos (default: max_tokens)",
+    )
+    ap.add_argument(
+        "--no-role-chunk", action="store_true", help="chat: no role-only chunk before TTFT"
+    )
+    ap.add_argument("--comments", action="store_true", help="send a ': ping' comment at once")
+    ap.add_argument(
+        "--stamp",
+        action="store_true",
+        help="put the server's perf_counter_ns in each chunk (x_sent_ns, x_recv_ns)",
+    )
+    ap.add_argument("--model", default="test-model", help="served model name (%(default)s)")
     a = ap.parse_args(argv)
     knobs = ServerKnobs(
         ttft_ms=a.ttft_ms,

@@ -346,3 +346,12 @@ def test_generated_bench_command_lines_never_raise(
     except SystemExit as exc:  # argparse's own usage error: exit 2, no traceback
         code = exc.code
     assert code == 2
+
+
+def test_run_wait_without_an_executor_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "run.yaml"
+    config.write_text("engine: vllm\nmodel: m\n")
+    err = exits_2(["run", str(config), "--wait", "--dry-run"], capsys)
+    assert "--wait" in err and "--executor" in err

@@ -352,6 +352,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     for config in configs:  # datasets and tokenizers before any engine starts
         check_workload_files(config.workload)
     executor_options(args)
+    if args.wait:
+        from inferx_core.errors import UserFacingError
+
+        raise UserFacingError("--wait follows executor jobs; add --executor slurm (or drop it)")
     platform = _platform(pm, args.platform)
     if args.dry_run:
         render_plan(plan(configs, pm, platform, Path(args.output) if args.output else None))

@@ -25,10 +25,15 @@ def _print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
+#: Width of tables when stdout is not a terminal (a pipe, a file): rich would
+#: otherwise cut them at 80 columns.
+PIPED_WIDTH = 200
+
+
 def _console() -> Console:
     from rich.console import Console
 
-    return Console(soft_wrap=True)
+    return Console(soft_wrap=True, width=None if sys.stdout.isatty() else PIPED_WIDTH)
 
 
 # -- plugins -----------------------------------------------------------------

@@ -17,6 +17,7 @@ PLACEHOLDER_MODEL = "<model>"
 
 
 def doctor_report(platform_file: str | Path | None = None) -> dict[str, Any]:
+    from inferx_core.cli.docs import doc_reference
     from inferx_core.launch.resolve import resolve_launch
 
     pm = get_plugin_manager()
@@ -46,10 +47,46 @@ def doctor_report(platform_file: str | Path | None = None) -> dict[str, Any]:
         "engines": engines,
         "engine_conflicts": {k: [e.distribution for e in v] for k, v in registry.conflicts.items()},
         "fix_catalogue": [
-            {**fix.describe(), "plugin": plugin} for plugin, fix in fix_catalogue(pm)
+            {**fix.describe(), "reference": doc_reference(fix.reference), "plugin": plugin}
+            for plugin, fix in fix_catalogue(pm)
         ],
         "plugin_errors": [r.to_json() for r in pm.records if r.status == "error"],
     }
+
+
+def _joined(parts: list[str | None], sep: str = ", ") -> str:
+    return sep.join(p for p in parts if p)
+
+
+def host_line(host: dict[str, Any]) -> str:
+    """The host in one line; a fact the platform does not have is left out, never 'None'."""
+    cores = host.get("cpu_logical_cores")
+    memory = host.get("memory_total_mib")
+    system = _joined([host.get("os"), host.get("kernel")], " ")
+    facts = _joined(
+        [
+            host.get("cpu_model"),
+            f"{cores} logical cores" if cores else None,
+            f"{memory} MiB" if memory else None,
+            system or None,
+            f"Python {host['python']}" if host.get("python") else None,
+        ]
+    )
+    return _joined([host.get("hostname") or "host", facts or "no details"], ": ")
+
+
+def accelerator_line(acc: dict[str, Any]) -> str:
+    """One accelerator; fields it does not report are left out, never 'None'."""
+    memory = acc.get("memory_total_mib")
+    details = _joined(
+        [
+            f"arch={acc['arch']}" if acc.get("arch") else None,
+            f"mem={memory} MiB" if memory else None,
+            f"driver={acc['driver_version']}" if acc.get("driver_version") else None,
+        ],
+        " ",
+    )
+    return _joined([f"{acc['vendor']} #{acc['index']}: {acc['name']}", details], " ")
 
 
 def render_doctor(report: dict[str, Any], console: Console) -> None:
@@ -61,19 +98,12 @@ def render_doctor(report: dict[str, Any], console: Console) -> None:
     if not host:
         console.print("  not described (platform file without a host)")
     else:
-        console.print(
-            f"  {host.get('hostname')}: {host.get('cpu_model')}, "
-            f"{host.get('cpu_logical_cores')} logical cores, {host.get('memory_total_mib')} MiB, "
-            f"{host.get('os')} {host.get('kernel')}, Python {host.get('python')}"
-        )
+        console.print(f"  {host_line(host)}", highlight=False)
     console.print("[bold]Accelerators[/]")
     if not platform["accelerators"]:
         console.print("  none (CPU only)")
     for acc in platform["accelerators"]:
-        console.print(
-            f"  {acc['vendor']} #{acc['index']}: {acc['name']} arch={acc.get('arch')} "
-            f"mem={acc.get('memory_total_mib')} MiB driver={acc.get('driver_version')}"
-        )
+        console.print(f"  {accelerator_line(acc)}", highlight=False)
     for note in platform["notes"]:
         console.print(f"  [yellow]note[/] ({note['source']}): {note['message']}")
     table = Table(title="Engines")

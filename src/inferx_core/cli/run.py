@@ -198,6 +198,11 @@ def render_plan(plans: list[dict[str, Any]]) -> None:
             console.print(f"  env {key}={value}", markup=False, highlight=False)
         if spec["unset_env"]:
             console.print(f"  unset env {' '.join(spec['unset_env'])}", markup=False)
+        if item["port_note"]:  # one port story with --json: the shown port is a placeholder
+            console.print(
+                f"  port {item['port']}: the engine's default, shown here; no port is configured, "
+                "so the run picks a free one"
+            )
         if spec["gpu_ids"]:
             console.print(f"  gpus {spec['gpu_ids']}")
         for warning in spec["warnings"]:

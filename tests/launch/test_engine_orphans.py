@@ -178,3 +178,42 @@ def test_kill_9_of_inferx_docker_kills_the_container_by_name(tmp_path: Path) -> 
     lines = calls.read_text().splitlines()
     assert lines[0].startswith("run --rm --init --name inferx-fake-")
     assert f"kill inferx-fake-{port}" in lines  # the container itself, not only its client
+
+
+# A stand-in `srun`: logs every SIGINT with its time; two within a second end "the step".
+FAKE_SRUN = """
+import signal, sys, time
+hits = []
+def on_int(*_):
+    hits.append(time.monotonic())
+    print("INT", flush=True)
+    if len(hits) >= 2 and hits[-1] - hits[-2] < 1.0:
+        print("step terminated", flush=True)
+        sys.exit(0)
+signal.signal(signal.SIGINT, on_int)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("step running", flush=True)
+while True:
+    time.sleep(0.1)
+"""
+
+
+def test_srun_kill_now_ends_the_step_with_srun_double_sigint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from inferx_core.launch import srun as srun_module
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "srun"
+    fake.write_text(f"#!{sys.executable}\n{FAKE_SRUN}")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    spec = LaunchSpec(engine="fake", argv=("serve",), port=free_port())
+    handle = srun_module.SrunLauncher().start(spec, tmp_path / "run")
+    assert isinstance(handle, srun_module.SrunHandle)
+    wait_for(lambda: "step running" in handle.log_tail())
+    handle.kill_now()
+    assert "step terminated" in handle.log_tail()  # srun's own step kill, before any SIGKILL
+    assert not handle.alive() and handle.watchdog is None

@@ -240,6 +240,8 @@ class ProcessLauncher:
     """Runs ``spec.argv`` directly (no shell) in a new session/process group."""
 
     name = "process"
+    #: What :meth:`start` returns (the srun launcher's client needs a step-aware kill).
+    handle_class: type[ProcessHandle] = ProcessHandle
 
     def describe(self, spec: LaunchSpec, run_dir: Path) -> dict[str, Any]:
         spec = resolve_run_dir(spec, str(run_dir.resolve()))
@@ -282,4 +284,4 @@ class ProcessLauncher:
                     else None
                 ),
             )
-        return ProcessHandle(proc, spec, log_path)
+        return self.handle_class(proc, spec, log_path)

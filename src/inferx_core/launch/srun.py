@@ -15,8 +15,12 @@ Environment values travel in srun's environment, never in its argv.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
+import subprocess
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,8 @@ from inferx_core.sdk.launch_spec import LaunchSpec
 #: Extra pyxis mounts (``SRC:DST[:ro],...``) set by the slurm executor's batch script.
 CONTAINER_MOUNTS_ENV = "INFERX_CONTAINER_MOUNTS"
 RUN_DIR_IN_CONTAINER = "/inferx/run"
+#: How long srun gets to end the step after the double SIGINT before its client is killed.
+STEP_KILL_WAIT_S = 3.0
 
 
 def container_mounts(
@@ -125,6 +131,23 @@ class SrunLauncher:
                 "unset_env": (),  # applied inside the step (see step_argv)
             }
         )
-        handle = ProcessLauncher().start(client, run_dir)
+        launcher = ProcessLauncher()
+        launcher.handle_class = SrunHandle
+        handle = launcher.start(client, run_dir)
         handle.spec = spec
         return handle
+
+
+class SrunHandle(ProcessHandle):
+    """The ``srun`` client. Killing it alone might leave the step running on the node, so a
+    second Ctrl-C first sends srun SIGINT twice within a second, srun's own "terminate the
+    step now", then SIGKILLs the client group."""
+
+    def kill_now(self) -> None:
+        for _ in range(2):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGINT)
+            time.sleep(0.2)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=STEP_KILL_WAIT_S)
+        super().kill_now()

@@ -26,6 +26,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("goodput req/s", "request_goodput", ",.2f"),
 )
 
+_PER_GPU = next(i for i, (_, f, _) in enumerate(COLUMNS) if f == "tput_per_gpu")
+
 
 def _cell(value: Any, fmt: str) -> str:
     if value is None:
@@ -38,9 +40,31 @@ def _cell(value: Any, fmt: str) -> str:
         return str(value)
 
 
+#: Said under the table when a point's tok/s/gpu divides by an assumed GPU count.
+ASSUMED_GPUS_NOTE = (
+    "tok/s/gpu: total (input + output) tokens/s per GPU; * = GPU count assumed "
+    "(the result has none: 1, as `inferx report` assumes; give --num-gpus)"
+)
+
+
+def per_gpu_cell(result: PointResultBase) -> str:
+    """tok/s/gpu exactly as `inferx report` computes it: the result's own figure, else its
+    total tokens/s over the assumed GPU count, marked ``*``."""
+    from inferx_core.analysis.cost import CostOptions, per_gpu_throughputs, resolve_num_gpus
+
+    num_gpus, source = resolve_num_gpus(result, CostOptions())
+    value = per_gpu_throughputs(result, num_gpus, source)["tput_per_gpu"]
+    text = _cell(value, ",.1f")
+    return text if source == "result" or value is None else f"{text}*"
+
+
 def _summary_row(result: PointResultBase) -> list[str]:
     flat = result.flat()  # the columns are named by their flat (vLLM) names
-    return [result.point_id] + [_cell(flat.get(f), fmt) for _, f, fmt in COLUMNS]
+    cells = [
+        per_gpu_cell(result) if f == "tput_per_gpu" else _cell(flat.get(f), fmt)
+        for _, f, fmt in COLUMNS
+    ]
+    return [result.point_id, *cells]
 
 
 def summary_rows(results: Iterable[PointResultBase]) -> list[list[str]]:
@@ -79,10 +103,13 @@ def print_summary(results: Iterable[PointResultBase], console: Any = None, title
     for header, _, _ in COLUMNS:
         table.add_column(header, justify="right")
     results = list(results)
-    for result, row in zip(results, summary_rows(results), strict=True):
+    rows = summary_rows(results)
+    for result, row in zip(results, rows, strict=True):
         style = None if result.status == "ok" else "red"
         table.add_row(*row, style=style)
     console.print(table)
+    if any(row[1 + _PER_GPU].endswith("*") for row in rows):
+        console.print(ASSUMED_GPUS_NOTE, markup=False, highlight=False)
     for result in results:
         if result.failure_reason:
             console.print(f"[red]{result.point_id}[/]: {result.failure_reason}")

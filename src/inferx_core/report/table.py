@@ -103,12 +103,16 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("status", "status", "s"),
     ("hardware", "hardware", "s"),
     ("GPUs", "num_gpus", "gpus"),
-    ("engine", "engine", "s"),
+    ("engine", "engine", "engine"),
     ("precision", "precision", "s"),
     ("load", "concurrency", "load"),
+    ("ok", "completed", "d"),
+    ("failed", "failed", "d"),
+    ("valid", "valid", "valid"),
     ("tok/s/gpu", "tput_per_gpu", ",.1f"),
     ("tok/s/user", "median_intvty", ",.1f"),
     ("TTFT p50 ms", "median_ttft_ms", ",.1f"),
+    ("TTFT p99 ms", "p99_ttft_ms", ",.1f"),
     ("TPOT p50 ms", "median_tpot_ms", ",.2f"),
     ("E2E p50 ms", "median_e2el_ms", ",.0f"),
     ("$/Mtok", "cost_per_mtok_total", ",.3f"),
@@ -178,8 +182,30 @@ def _gpus_cell(row: Mapping[str, Any], value: Any) -> str:
     return f"{value}" if row.get("num_gpus_source") == "result" else f"{value}*"
 
 
+def _engine_cell(row: Mapping[str, Any], value: Any) -> str:
+    """``vllm 0.11.0``: the engine with the version the result recorded."""
+    if value is None:
+        return "-"
+    version = row.get("engine_version")
+    return f"{value} {version}" if version else str(value)
+
+
+def _valid_cell(row: Mapping[str, Any], value: Any) -> str:
+    """``yes``, or ``no: <failing checks>``; ``-`` when the point was not checked."""
+    if value is None:
+        return "-"
+    if value:
+        return "yes"
+    failing = row.get("validity_failing")
+    if isinstance(failing, (list, tuple)):
+        failing = ", ".join(map(str, failing))
+    return f"no: {failing}" if failing else "no"
+
+
 # Formats that read more of the row than their own field.
 _ROW_CELLS = {
+    "engine": _engine_cell,
+    "valid": _valid_cell,
     "pareto": _pareto_cell,
     "load": _load_cell,
     "gpus": _gpus_cell,
@@ -227,7 +253,8 @@ def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None, title: s
         table.add_row(*cells, style=style)
     console.print(table)
     console.print(
-        "GPUs: * = assumed (the result has no GPU count); Pareto: grp = on its group's "
+        "GPUs: * = assumed (the result has no GPU count; tok/s/gpu divides total "
+        "input+output tokens/s by it, as `inferx run` shows); Pareto: grp = on its group's "
         "frontier, all = on the frontier of every group (tok/s/gpu vs tok/s/user); "
         "accuracy: headline figure ± stderr, ✗ = under its threshold or not evaluated",
         markup=False,

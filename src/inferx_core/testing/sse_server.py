@@ -130,8 +130,8 @@ class ServerProcess:
         self.proc = None
 
 
-def main(argv: list[str] | None = None) -> None:
-    """CLI entry point: serve until SIGINT/SIGTERM."""
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: every ServerKnobs default, and what it prints when ready."""
     ap = argparse.ArgumentParser(
         prog="python -m inferx_core.testing.sse_server",
         description=__doc__.split("\n")[0]
@@ -181,7 +181,12 @@ def main(argv: list[str] | None = None) -> None:
         help="put the server's perf_counter_ns in each chunk (x_sent_ns, x_recv_ns)",
     )
     ap.add_argument("--model", default="test-model", help="served model name (%(default)s)")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI entry point: serve until SIGINT/SIGTERM."""
+    a = build_parser().parse_args(argv)
     knobs = ServerKnobs(
         ttft_ms=a.ttft_ms,
         itl_ms=a.itl_ms,

@@ -141,3 +141,69 @@ def test_cli_plugins_lists_the_failure_without_strict(bad_distribution: Path) ->
         ("bad", "inferx_detect_platform"),
         ("bad", "inferx_container_fixes"),
     }
+
+
+def _engine(**hooks: object) -> types.ModuleType:
+    from inferx_core import EngineInfo
+
+    @hookimpl
+    def inferx_register_engines():
+        return [EngineInfo(name="strict-engine", description="strict test engine")]
+
+    return _module("eng", inferx_register_engines=inferx_register_engines, **hooks)
+
+
+def test_engine_hooks_are_checked_for_a_placeholder_model() -> None:
+    @hookimpl
+    def inferx_engine_launch_spec(server, platform):
+        return {"argv": ["serve"]}  # a dict, not a LaunchSpec
+
+    @hookimpl
+    def inferx_engine_metrics(server):
+        raise KeyError("metrics table")
+
+    pm = get_plugin_manager(
+        env={"INFERX_PLUGINS": ""},
+        extra_plugins=[
+            (
+                "eng",
+                _engine(
+                    inferx_engine_launch_spec=inferx_engine_launch_spec,
+                    inferx_engine_metrics=inferx_engine_metrics,
+                ),
+            )
+        ],
+    )
+    by_hook = {f.hook: f.error for f in check_hooks(pm) if f.plugin == "eng"}
+    assert by_hook["inferx_engine_launch_spec"].startswith("returned {'argv'")
+    assert by_hook["inferx_engine_metrics"] == "KeyError: 'metrics table'"
+
+
+def test_a_deliberate_refusal_is_not_a_failure() -> None:
+    from inferx_core import UserFacingError
+
+    @hookimpl
+    def inferx_engine_launch_spec(server, platform):
+        raise UserFacingError("strict-engine needs a TPU")
+
+    pm = get_plugin_manager(
+        env={"INFERX_PLUGINS": "", "INFERX_STRICT_PLUGINS": "1"},
+        extra_plugins=[("eng", _engine(inferx_engine_launch_spec=inferx_engine_launch_spec))],
+    )
+    assert check_hooks(pm) == []
+
+
+def test_a_non_platform_answer_becomes_a_note_not_a_crash() -> None:
+    from inferx_core.sdk.registries import detect_platform
+
+    @hookimpl
+    def inferx_detect_platform():
+        return {"accelerators": []}
+
+    pm = get_plugin_manager(
+        env={"INFERX_PLUGINS": ""},
+        extra_plugins=[("dicty", _module("dicty", inferx_detect_platform=inferx_detect_platform))],
+    )
+    platform = detect_platform(pm)
+    assert platform.host is not None
+    assert any(n.source == "dicty" and "not Platform" in n.message for n in platform.notes)

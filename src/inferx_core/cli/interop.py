@@ -19,12 +19,12 @@ formats:
   csv         points.csv: one row per point, the report's columns
   parquet     points.parquet (every field) and requests.parquet (per request)
 
-docs/interop.md has each format's fields and the known differences."""
+`inferx docs interop` has each format's fields and the known differences."""
 
 
 def add_export_arguments(p: argparse.ArgumentParser) -> None:
     """``--export`` for ``bench``/``run``: each point written as it finishes."""
-    g = p.add_argument_group("export (docs/interop.md)")
+    g = p.add_argument_group("export (inferx docs interop)")
     g.add_argument(
         "--export",
         metavar="FORMAT[,FORMAT]",
@@ -125,7 +125,7 @@ def register_command(sub: Any) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="InferenceX metadata: hw, framework, precision, tp, ep, ... (see docs/interop.md)",
+        help="InferenceX metadata: hw, framework, precision, tp, ep, ... (see inferx docs interop)",
     )
     p.add_argument(
         "--metadata",

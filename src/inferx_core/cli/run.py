@@ -44,7 +44,7 @@ _METAVARS = {"gpus_per_node": "N", "max_parallel": "N", "container_image": "IMAG
 
 
 def _add_executor_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("executor (where the run executes; docs/multinode.md)")
+    g = p.add_argument_group("executor (where the run executes; inferx docs multinode)")
     g.add_argument(
         "--executor",
         default="local",

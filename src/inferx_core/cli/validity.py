@@ -12,7 +12,7 @@ def add_validity_arguments(p: argparse.ArgumentParser) -> None:
         "--require-valid",
         action="store_true",
         help="exit 1 when a point is invalid (a validity check failed: client starved, "
-        "chunks coalesced, errors above 5%%, ...; docs/metrics.md)",
+        "chunks coalesced, errors above 5%%, ...; inferx docs metrics)",
     )
 
 

@@ -405,3 +405,20 @@ def test_a_point_that_raises_fails_alone_and_the_sweep_moves_on(tmp_path: Path) 
     assert "prompts.jsonl:2: invalid JSON" in failed.result.failure_reason
     assert read_result(result_path(tmp_path, failed.point_id)).status == "failed"
     assert ok.status == "ok"
+
+
+def test_after_the_engine_dies_no_burst_of_refused_requests_joins_the_point(
+    tmp_path: Path,
+) -> None:
+    # short requests: at death the client would otherwise send hundreds more in the
+    # poll interval, each refused at once, and count them in the point
+    cfg = fake_config(
+        "die_after_s",
+        plugin_options={"itl_ms": 1, "die_after_s": 2.5},
+        workload={"isl": 16, "osl": 40},
+        load={"concurrency": [2], "num_prompts": 400},
+    )
+    summary, _ = run([cfg], tmp_path)
+    [first] = (o.result.flat() for o in summary.outcomes)
+    assert first["status"] == "failed" and first["completed"] > 0, first.get("failure_reason")
+    assert (first["failed_by_kind"] or {}).get("connection", 0) <= 4, first["failed_by_kind"]

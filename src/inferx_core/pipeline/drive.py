@@ -45,10 +45,20 @@ async def _run_scheduler(
     still read every record it finished (``scheduler.result``).
     """
     abort_reason: str | None = None
+
+    def on_complete(record: Any) -> None:
+        nonlocal abort_reason
+        progress.on_complete(record)
+        # A refused connection may mean the engine just died: ask at once rather
+        # than at the next poll, so no burst of refused requests joins the point.
+        if record.error_kind == "connection" and abort_check and abort_reason is None:
+            reason = abort_check()
+            if reason:
+                abort_reason = reason
+                holder[0].stop(cancel_in_flight=True)
+
     async with ConnectionPool(target.base_url, headers=target.headers) as pool:
-        scheduler = LoadScheduler(
-            pool, measured, config, warmup=warmup, on_complete=progress.on_complete
-        )
+        scheduler = LoadScheduler(pool, measured, config, warmup=warmup, on_complete=on_complete)
         holder.append(scheduler)
 
         async def watchdog() -> None:
@@ -57,6 +67,8 @@ async def _run_scheduler(
                 await asyncio.sleep(ABORT_POLL_S)
                 progress.refresh()
                 reason = (abort_check() if abort_check else None) or unanswered(scheduler.result)
+                if abort_reason is not None:
+                    return  # a refused request already found the cause
                 if reason:
                     abort_reason = reason
                     scheduler.stop(cancel_in_flight=True)

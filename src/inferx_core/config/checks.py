@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
+
+# [user@]host[:port], host a name, an IPv4 address or a bracketed IPv6 address
+_NETLOC = re.compile(r"([^@/]*@)?(\[[0-9A-Fa-f:.]+\]|[^:@\[\]/%]+)(:\d+)?")
 
 
 def check_base_url(url: str) -> str:
@@ -30,6 +34,8 @@ def check_base_url(url: str) -> str:
         raise ValueError(f"{url!r} has no host; {example}")
     if port == 0:
         raise ValueError(f"{url!r}: port 0 cannot be connected to; use 1-65535")
+    if not _NETLOC.fullmatch(parts.netloc):
+        raise ValueError(f"{url!r}: {parts.netloc!r} is not host[:port]; {example}")
     if "[" in parts.netloc:
         try:
             ipaddress.IPv6Address(host)

@@ -71,3 +71,29 @@ def test_client_pinning_is_restored() -> None:
     with pinned((one,)):
         assert os.sched_getaffinity(0) == {one}
     assert os.sched_getaffinity(0) == before
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="needs Linux CPU affinity")
+def test_bench_client_cpus_pin_the_client_while_it_runs() -> None:
+    from inferx_core.config.models import BenchConfig, LoadProfile, Workload
+    from inferx_core.pipeline.point import run_bench
+    from inferx_core.testing import ServerProcess
+
+    before = os.sched_getaffinity(0)
+    cpu = max(before)
+    seen: list[set[int]] = []
+    with ServerProcess(ttft_ms=2, itl_ms=1) as server:
+        config = BenchConfig(
+            base_url=server.base_url,
+            workload=Workload(isl=8, osl=2),
+            load=LoadProfile(concurrency=[1], num_prompts=2),
+            client_cpus=[cpu],
+            output_dir=None,
+        )
+        run_bench(config, progress=False, on_point=lambda _: seen.append(os.sched_getaffinity(0)))
+        assert (seen == [{cpu}] and os.sched_getaffinity(0) != {cpu}) or len(
+            os.sched_getaffinity(0)
+        ) == 1
+        bad = config.model_copy(update={"client_cpus": [4096]})
+        with pytest.raises(UserFacingError, match="client_cpus: CPU"):
+            run_bench(bad, progress=False)

@@ -302,6 +302,16 @@ class HardwareCost(StrictModel):
     kw_per_gpu: float | None = Field(default=None, gt=0)
 
 
+def _validity_field() -> Any:
+    return Field(
+        default_factory=ValidityLimits, description="Limits of the validity checks (metrics.md)"
+    )
+
+
+def _client_cpus_field(default_meaning: str) -> Any:
+    return Field(default=None, description=f"CPUs the load generator may run on; {default_meaning}")
+
+
 class RunConfig(ServerConfig):
     """One server plus the workload and load points to run against it."""
 
@@ -309,13 +319,9 @@ class RunConfig(ServerConfig):
     workload: Workload = Field(default_factory=Workload)
     load: LoadProfile = Field(default_factory=LoadProfile)
     slo: SLO = Field(default_factory=SLO)
-    validity: ValidityLimits = Field(
-        default_factory=ValidityLimits, description="Limits of the validity checks (metrics.md)"
-    )
-    client_cpus: list[int] | None = Field(
-        default=None,
-        description="CPUs the load generator may run on; None: the last CPU on a small host "
-        "when InferX launches the engine, else any",
+    validity: ValidityLimits = _validity_field()
+    client_cpus: list[int] | None = _client_cpus_field(
+        "None: the last CPU on a small host while InferX runs the engine there, else any"
     )
     cpu_isolation: bool = Field(
         default=True, description="Keep the client and a launched engine on separate CPUs"
@@ -343,17 +349,8 @@ class BenchConfig(StrictModel):
     workload: Workload = Field(default_factory=Workload)
     load: LoadProfile = Field(default_factory=LoadProfile)
     slo: SLO = Field(default_factory=SLO)
-    validity: ValidityLimits = Field(
-        default_factory=ValidityLimits, description="Limits of the validity checks (metrics.md)"
-    )
-    client_cpus: list[int] | None = Field(
-        default=None,
-        description="CPUs the load generator may run on; None: the last CPU on a small host "
-        "when InferX launches the engine, else any",
-    )
-    cpu_isolation: bool = Field(
-        default=True, description="Keep the client and a launched engine on separate CPUs"
-    )
+    validity: ValidityLimits = _validity_field()
+    client_cpus: list[int] | None = _client_cpus_field("None: any CPU")
     cost: HardwareCost = Field(default_factory=HardwareCost)
     num_gpus: int | None = Field(
         default=None, ge=1, description="GPUs behind the server, for per-GPU throughput"

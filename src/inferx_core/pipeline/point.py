@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from inferx_core.config.cpus import client_cores, split_cpus
 from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint, load_points, point_id_for, slug
 from inferx_core.config.validity import ValidityLimits
@@ -22,6 +23,7 @@ from inferx_core.launch.interrupts import (
     handle_interrupts,
     interrupted_by,
 )
+from inferx_core.load.client_load import pinned
 from inferx_core.load.limits import ensure_concurrency_fits
 from inferx_core.load.records import RequestRecord
 from inferx_core.load.scheduler import LoadConfig, Ramp, ScheduleResult
@@ -344,12 +346,20 @@ def run_bench(
     telemetry = local_telemetry(config) if config.telemetry else None
     outcomes: list[PointOutcome] = []
     try:
-        with handle_interrupts():  # SIGTERM and SIGHUP write the point as Ctrl-C does
+        # SIGTERM and SIGHUP write the point as Ctrl-C does; client_cpus pins the client
+        with handle_interrupts(), pinned(_client_cpus(config)):
             _run_points(config, target, counter, prefix, telemetry, outcomes, on_point, progress)
     finally:
         if hasattr(counter.counter, "close"):
             counter.counter.close()  # a server tokenizer's keep-alive client and threads
     return outcomes
+
+
+def _client_cpus(config: BenchConfig) -> tuple[int, ...]:
+    if not config.client_cpus:
+        return ()
+    # an unknown CPU is a user error naming it, not an OSError from the kernel
+    return split_cpus(client_cores(), client_cpus=config.client_cpus).client
 
 
 def _usage(config: BenchConfig) -> tuple[bool, str | None]:

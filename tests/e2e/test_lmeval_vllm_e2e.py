@@ -11,13 +11,11 @@ it. Slow (vLLM start-up); `make test` requires the engine and lm-eval.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from gsm8k_fixture import QUESTIONS, require_lmeval_python, write_gsm8k
 
-from inferx_core.demo.engine import find_engine_python, missing_engine_message
 from inferx_core.demo.run import SERVED_NAME, demo_config
 from inferx_core.pipeline.run import run_configs
 from inferx_core.report import write_report
@@ -27,12 +25,8 @@ pytestmark = pytest.mark.engine
 
 
 @pytest.fixture(scope="module")
-def run_with_evals(tmp_path_factory: pytest.TempPathFactory):
-    python = find_engine_python()
-    if python is None:
-        if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":
-            pytest.fail(missing_engine_message())
-        pytest.skip(missing_engine_message())
+def run_with_evals(engine_python, tmp_path_factory: pytest.TempPathFactory):
+    python = engine_python
     lmeval_python = require_lmeval_python()
     root = tmp_path_factory.mktemp("lmeval-e2e")
     data = write_gsm8k(root / "gsm8k_small.jsonl")

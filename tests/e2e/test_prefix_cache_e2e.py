@@ -3,12 +3,9 @@ prefix caching on and off, and the hit rate InferX reports from the engine's cou
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from inferx_core.config.models import LoadProfile, Workload
-from inferx_core.demo.engine import find_engine_python, missing_engine_message
 from inferx_core.demo.run import demo_config
 from inferx_core.pipeline.run import run_configs
 
@@ -16,12 +13,8 @@ pytestmark = pytest.mark.engine
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory):
-    python = find_engine_python()
-    if python is None:
-        if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":
-            pytest.fail(missing_engine_message())
-        pytest.skip(missing_engine_message())
+def runs(engine_python, tmp_path_factory: pytest.TempPathFactory):
+    python = engine_python
     root = tmp_path_factory.mktemp("prefix-cache")
     out: dict[bool, object] = {}
     for caching in (True, False):

@@ -22,21 +22,10 @@ from typing import Any
 import psutil
 import pytest
 
-from inferx_core.demo.engine import find_engine_python, missing_engine_message
 from inferx_core.demo.run import demo_config
 from inferx_core.results.files import read_result
 
 pytestmark = pytest.mark.engine
-
-
-@pytest.fixture(scope="module")
-def engine_python() -> Path:
-    python = find_engine_python()
-    if python is None:
-        if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":
-            pytest.fail(missing_engine_message())
-        pytest.skip(missing_engine_message())
-    return python
 
 
 def engine_procs(model: str, inferx_pid: int) -> list[psutil.Process]:

@@ -8,28 +8,16 @@ failure, never a silent skip.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import psutil
 import pytest
 
-from inferx_core.demo.engine import find_engine_python, missing_engine_message
 from inferx_core.demo.run import SERVED_NAME, demo_config
 from inferx_core.pipeline.run import run_configs
 from inferx_core.results.files import read_result
 
 pytestmark = pytest.mark.engine
-
-
-@pytest.fixture(scope="module")
-def engine_python() -> Path:
-    python = find_engine_python()
-    if python is None:
-        if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":
-            pytest.fail(missing_engine_message())
-        pytest.skip(missing_engine_message())
-    return python
 
 
 @pytest.fixture(scope="module")

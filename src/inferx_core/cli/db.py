@@ -30,7 +30,7 @@ _FILTERS = (
 # -- bench / run --db ----------------------------------------------------------
 def add_db_arguments(p: argparse.ArgumentParser) -> None:
     """``--db [URL]`` and ``--db-label`` for ``bench``/``run``: each point stored as it ends."""
-    g = p.add_argument_group("results database (docs/database.md)")
+    g = p.add_argument_group("results database (`inferx docs database`)")
     g.add_argument(
         "--db",
         nargs="?",
@@ -236,7 +236,7 @@ def register_command(sub: Any) -> None:
     top = sub.add_parser(
         "db",
         help="the results database: ingest, list, regress, history",
-        description="Results in DuckDB (default) or PostgreSQL; see docs/database.md.",
+        description="Results in DuckDB (default) or PostgreSQL; see `inferx docs database`.",
     )
     dbsub = top.add_subparsers(dest="db_command", metavar="COMMAND", required=True)
     p = _db_parser(dbsub, "ingest", "store InferX, vLLM and InferenceX results", cmd_ingest)

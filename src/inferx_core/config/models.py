@@ -89,7 +89,7 @@ class ServerConfig(StrictModel):
     engine_cpus: list[int] | None = Field(
         default=None,
         description="CPUs the engine may run on (taskset, docker --cpuset-cpus, srun "
-        "--cpu-bind); None: all but the client's on a small host (docs/configuration.md)",
+        "--cpu-bind); None: all but the client's on a small host (`inferx docs configuration`)",
     )
     executable: list[str] | None = Field(
         default=None,
@@ -176,7 +176,7 @@ class Workload(StrictModel):
     dataset: Path | None = Field(
         default=None,
         description="Prompts (kind=dataset): InferX JSONL, ShareGPT JSON, a JSON array, "
-        "Parquet or an HF save_to_disk folder (docs/workloads.md)",
+        "Parquet or an HF save_to_disk folder (`inferx docs workloads`)",
     )
     dataset_columns: dict[Literal["prompt", "messages", "output_len"], str] = Field(
         default_factory=dict,
@@ -259,7 +259,7 @@ class LoadProfile(StrictModel):
         default=1,
         ge=1,
         description="Run every point this many times, interleaved; the result is the median "
-        "run with the spread of all (docs/metrics.md)",
+        "run with the spread of all (`inferx docs metrics`)",
     )
 
     @model_validator(mode="after")
@@ -304,7 +304,8 @@ class HardwareCost(StrictModel):
 
 def _validity_field() -> Any:
     return Field(
-        default_factory=ValidityLimits, description="Limits of the validity checks (metrics.md)"
+        default_factory=ValidityLimits,
+        description="Limits of the validity checks (`inferx docs metrics`)",
     )
 
 

@@ -131,7 +131,7 @@ FIXES: tuple[Fix, ...] = (
         "pattern-matches the bare name",
         "AMD GPUs with a known arch and GPU_ARCHS unset, 'native' or carrying ':' suffixes",
         "GPU_ARCHS=<bare arch(s), ';'-separated> (e.g. gfx942, gfx950)",
-        "DOMAIN.md section 6 (AITER arch suffix); ROCm/aiter GPU_ARCHS",
+        "ROCm/aiter: GPU_ARCHS must be bare arch names (no :sramecc+:xnack- suffix)",
         gpu_archs_condition,
         gpu_archs_change,
         20,
@@ -175,8 +175,7 @@ FIXES: tuple[Fix, ...] = (
         "--chunked-prefill-size 196608 crashed MI355X runs (and dumped ~1 TB of gpucore.* files)",
         f"engine sglang on {MI355X_ARCH} GPUs with --chunked-prefill-size > {CHUNKED_PREFILL_CAP}",
         f"--chunked-prefill-size {CHUNKED_PREFILL_CAP}",
-        "DOMAIN.md section 6 (MI355X chunked prefill); InferenceMAX "
-        "benchmarks/dsr1_fp4_mi355x_docker.sh (32768 for 8k/1k at high concurrency)",
+        "InferenceMAX benchmarks/dsr1_fp4_mi355x_docker.sh (32768 for 8k/1k at high concurrency)",
         chunk_cap_condition,
         chunk_cap_change,
         40,

@@ -92,6 +92,10 @@ def _throughput_front(
     )
 
 
+#: The engine's /metrics gauges are sampled: a step shows up to one scrape interval late.
+GAUGE_NOTE = "engine gauge, scraped from /metrics: lags by up to one sampling interval"
+
+
 def _plot_group(
     ax: Any, name: str, members: Sequence[Mapping[str, Any]], color: str, x_field: str, x_dir: str
 ) -> None:
@@ -356,6 +360,7 @@ def telemetry_timeline(
         elif kind == "kv":
             ax.plot([t for t, _ in data], [100 * v for _, v in data], color="#9467bd")
             ax.set_ylabel("KV cache used (%)")
+            ax.set_title(GAUGE_NOTE, fontsize=7, loc="left")
             ax.set_ylim(bottom=0)
         else:
             for key, values in data.items():
@@ -366,6 +371,7 @@ def telemetry_timeline(
                     label=key.split(".", 1)[1],
                 )
             ax.set_ylabel("requests")
+            ax.set_title(GAUGE_NOTE, fontsize=7, loc="left")
             ax.legend(fontsize=7, loc="upper right")
         if window_s and window_s > 0:
             ax.axvspan(0, window_s, color="#2ca02c", alpha=0.08)

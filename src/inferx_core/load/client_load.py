@@ -40,17 +40,20 @@ def _busy(times: psutil._common.scputimes) -> tuple[float, float]:  # type: igno
 
 @dataclass
 class ClientLoadMeter:
+    """Ticks every ``interval_s`` on the load's loop: (when, how late, process CPU so far).
+
+    The process CPU fraction is taken between the first and the last tick inside
+    the measured window, so building prompts and starting the loop, which keep a
+    core busy before any request, do not count against the load.
+    """
+
     interval_s: float = 0.01
-    lags: list[tuple[int, float]] = field(default_factory=list)  # (perf ns, lag s)
-    _cpu0: float = 0.0
-    _wall0: float = 0.0
+    ticks: list[tuple[int, float, float]] = field(default_factory=list)
     _cores0: list[tuple[float, float]] = field(default_factory=list)
     cores: tuple[int, ...] = ()
 
     def start(self) -> None:
         self.cores = client_cores()
-        t = os.times()
-        self._cpu0, self._wall0 = t.user + t.system, time.perf_counter()
         self._cores0 = self._core_times()
 
     def _core_times(self) -> list[tuple[float, float]]:
@@ -63,19 +66,21 @@ class ClientLoadMeter:
         while True:
             before = loop.time()
             await asyncio.sleep(self.interval_s)
-            self.lags.append((time.perf_counter_ns(), loop.time() - before - self.interval_s))
+            lag = loop.time() - before - self.interval_s
+            self.ticks.append((time.perf_counter_ns(), lag, time.process_time()))
 
     def stop(self, window_start_ns: int = 0, window_end_ns: int = 0) -> ClientLoad:
-        """What was measured; lags only inside the window when one is given."""
-        t = os.times()
-        wall = time.perf_counter() - self._wall0
-        cpu = (t.user + t.system - self._cpu0) / wall if wall > 0 else None
+        """What was measured; only the ticks inside the window when one is given."""
         busy = total = 0.0
         for (b0, t0), (b1, t1) in zip(self._cores0, self._core_times(), strict=False):
             busy, total = busy + b1 - b0, total + t1 - t0
         end = window_end_ns or float("inf")
-        lags = [lag for when, lag in self.lags if window_start_ns <= when <= end]
-        lag_ms = np.maximum(np.asarray(lags, dtype=float), 0.0) * 1000 if lags else None
+        inside = [t for t in self.ticks if window_start_ns <= t[0] <= end]
+        lag_ms = np.maximum(np.asarray([t[1] for t in inside]), 0.0) * 1000 if inside else None
+        cpu = None
+        if len(inside) >= 2 and inside[-1][0] > inside[0][0]:
+            wall_s = (inside[-1][0] - inside[0][0]) / 1e9
+            cpu = (inside[-1][2] - inside[0][2]) / wall_s
         return ClientLoad(
             loop_lag_p95_ms=None if lag_ms is None else float(np.percentile(lag_ms, 95)),
             loop_lag_max_ms=None if lag_ms is None else float(lag_ms.max()),

@@ -404,7 +404,7 @@ def test_a_point_that_raises_fails_alone_and_the_sweep_moves_on(tmp_path: Path) 
     assert "DatasetError" in failed.result.failure_reason
     assert "prompts.jsonl:2: invalid JSON" in failed.result.failure_reason
     assert read_result(result_path(tmp_path, failed.point_id)).status == "failed"
-    assert ok.status == "ok"
+    assert ok.status == "ok", ok.result.failure_reason
 
 
 def test_after_the_engine_dies_no_burst_of_refused_requests_joins_the_point(

@@ -44,7 +44,8 @@ def test_run_exports_every_point_as_it_finishes(tmp_path: Path) -> None:
     summary = run_configs(
         [config], pm=pm, platform=Platform(), output_dir=tmp_path, progress=False, on_point=on_point
     )
-    assert summary.ok and seen == [1, 2]  # written as each point finished
+    reasons = [o.result.failure_reason for o in summary.outcomes]
+    assert summary.ok and seen == [1, 2], reasons  # written as each point finished
     assert not exporter.report.skipped
     for outcome in summary.outcomes:
         agg = json.loads((tmp_path / "export" / f"agg_{outcome.point_id}.json").read_text())

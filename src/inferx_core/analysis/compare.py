@@ -52,12 +52,8 @@ from inferx_core.analysis.accuracy import compare_pairs
 from inferx_core.analysis.cost import CostOptions, cost_fields
 from inferx_core.analysis.pareto import Frontier
 from inferx_core.analysis.points import INTERACTIVITY, THROUGHPUT
-from inferx_core.analysis.spread import (
-    Estimate,
-    median_ci,
-    median_ci_from_std,
-    t_quantile_975,
-)
+from inferx_core.analysis.spread import Estimate, median_ci, median_ci_from_std
+from inferx_core.metrics.stats import t_quantile_975
 from inferx_core.results.model import PointResultBase
 from inferx_core.results.read import LoadedResults, read_jsonl, requests_sidecar
 

@@ -8,10 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-Z95 = 1.959963984540054
+from inferx_core.metrics.stats import Z95
+
 MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)  # asymptotic SE(median) = 1.2533 sd / sqrt(n)
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306}
-_T975.update({9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042})
 
 
 @dataclass(frozen=True)
@@ -30,16 +29,6 @@ class Estimate:
 
     def to_json(self) -> dict[str, Any]:
         return {"value": self.value, "ci": [self.low, self.high], "basis": self.basis, "n": self.n}
-
-
-def t_quantile_975(df: int) -> float:
-    """Two-sided 95% Student t quantile (table; conservative between entries)."""
-    if df < 1:
-        raise ValueError("df must be >= 1")
-    if df > 30:
-        return Z95
-    known = [k for k in _T975 if k <= df]
-    return _T975[max(known)]
 
 
 def median_ci(values: Sequence[float], z: float = Z95) -> tuple[float, float, float] | None:

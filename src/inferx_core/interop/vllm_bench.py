@@ -7,8 +7,8 @@ vLLM's numbers:
 
 - a request succeeded when it streamed a content chunk and ended cleanly;
   failed requests count in ``failed`` and contribute 0 to ``output_lens``;
-- E2E latency ends at the last content chunk (vLLM's ``most_recent_timestamp``),
-  not at the end of the stream as InferX's ``e2el_ms`` does;
+- E2E latency ends at the last content chunk (vLLM's ``most_recent_timestamp``;
+  vLLM would also stamp an empty-text finish chunk, which the records do not keep);
 - ``itl`` is the gap between consecutive content chunks; TPOT is
   ``(latency - ttft) / (output_tokens - 1)`` for requests with more than one token;
 - an empty sample gives 0.0 for every statistic (``np.mean([] or 0)``), never null;

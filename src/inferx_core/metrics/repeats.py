@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from inferx_core.metrics.stats import t_quantile_975
+
 #: The figures summarised across repeats (flat vLLM/InferenceX names).
 REPEAT_METRICS: tuple[str, ...] = (
     "output_throughput",
@@ -33,15 +35,6 @@ REPEAT_METRICS: tuple[str, ...] = (
 )
 #: The figure whose median run stands for the point.
 ORDER_BY = "output_throughput"
-# Two-sided 97.5% Student t quantiles by degrees of freedom (1.96 beyond 30).
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-         9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}  # fmt: skip
-
-
-def t975(df: int) -> float:
-    if df > 30:
-        return 1.96
-    return _T975[max(k for k in _T975 if k <= df)]
 
 
 class RepeatStat(BaseModel):
@@ -80,7 +73,7 @@ def repeat_stat(values: Sequence[float | None]) -> RepeatStat:
     low = high = None
     if len(clean) >= 2:
         mean = statistics.fmean(clean)
-        half = t975(len(clean) - 1) * statistics.stdev(clean) / math.sqrt(len(clean))
+        half = t_quantile_975(len(clean) - 1) * statistics.stdev(clean) / math.sqrt(len(clean))
         low, high = mean - half, mean + half
     return RepeatStat(
         values=list(values),

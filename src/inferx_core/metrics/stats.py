@@ -22,12 +22,20 @@ from fractions import Fraction
 import numpy as np
 
 __all__ = [
+    "Z95",
     "describe",
     "error_adjusted_percentiles",
     "percentile",
     "percentile_word",
+    "t_quantile_975",
     "validate_percentiles",
 ]
+
+Z95 = 1.959963984540054  # two-sided 95% normal quantile
+# Two-sided 95% Student t quantiles by degrees of freedom (between entries the
+# next lower one: conservative); beyond 30, the normal quantile.
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306}
+_T975.update({9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042})
 
 
 def percentile_word(p: float) -> str:
@@ -128,3 +136,13 @@ def error_adjusted_percentiles(
         else:
             out[key] = float(np.percentile(full, float(p)))
     return out
+
+
+def t_quantile_975(df: int) -> float:
+    """Two-sided 95% Student t quantile (table; conservative between entries)."""
+    if df < 1:
+        raise ValueError("df must be >= 1")
+    if df > 30:
+        return Z95
+    known = [k for k in _T975 if k <= df]
+    return _T975[max(known)]

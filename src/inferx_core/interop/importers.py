@@ -23,6 +23,7 @@ from typing import Any
 from inferx_core._version import __version__
 from inferx_core.errors import UserFacingError
 from inferx_core.metrics.model import LATENCY_NAMES, Distribution
+from inferx_core.metrics.stats import percentile_word
 from inferx_core.results.model import PointResultBase, parse_result
 
 _PERCENTILE_KEY = re.compile(r"^p(\d+(?:\.\d+)?)_ttft(?:_ms)?$")
@@ -50,7 +51,7 @@ def _distribution(
         raw = data.get(f"{key}_{metric}{suffix}")
         return None if raw is None else float(raw) * scale
 
-    words = [f"p{int(p) if p == int(p) else p}" for p in percentiles]
+    words = [f"p{percentile_word(p)}" for p in percentiles]
     return Distribution(
         mean=value("mean"),
         median=value("median"),

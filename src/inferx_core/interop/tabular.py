@@ -20,6 +20,7 @@ from typing import Any
 
 from inferx_core.errors import UserFacingError
 from inferx_core.load.records import RequestRecord
+from inferx_core.metrics.requests import request_metrics
 from inferx_core.results.model import PointResultBase
 
 CSV_NAME = "points.csv"
@@ -48,20 +49,18 @@ def _point_row(result: PointResultBase) -> dict[str, Any]:
 
 
 def _request_row(point_id: str, rec: RequestRecord) -> dict[str, Any]:
-    ok = rec.ok
-    ttft = (rec.chunk_ns[0] - rec.send_ns) / 1e6 if ok else None
-    last = (rec.chunk_ns[-1] - rec.send_ns) / 1e6 if ok else None
-    tokens = rec.output_tokens if ok else None
-    tpot = (last - ttft) / (tokens - 1) if ok and tokens and tokens > 1 else None  # type: ignore[operator]
+    """The raw record and its per-request metrics, by the result's own definitions."""
+    m = request_metrics(rec)
     return {
         "point_id": point_id,
-        **{k: v for k, v in rec.to_json().items()},
-        "ok": ok,
-        "output_tokens": tokens,
-        "ttft_ms": ttft,
-        "last_chunk_ms": last,
-        "e2el_ms": (rec.end_ns - rec.send_ns) / 1e6 if ok else None,
-        "tpot_ms": tpot,
+        **rec.to_json(),
+        "ok": m.ok,
+        "output_tokens": m.output_tokens if m.ok else None,
+        "ttft_ms": m.ttft_ms,
+        "e2el_ms": m.e2el_ms,
+        "tpot_ms": m.tpot_ms,
+        "interactivity": m.interactivity,
+        "stream_end_ms": (rec.end_ns - rec.send_ns) / 1e6 if m.ok else None,
     }
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "bad_record",
     "load_jsonl_dataset",
     "message_texts",
+    "record_from_object",
 ]
 
 Message = dict[str, Any]
@@ -102,7 +103,12 @@ def _record_prompt(p: Path, lineno: int, obj: dict[str, Any]) -> str | list[Mess
 
 
 def _parse_record(p: Path, lineno: int, line: str) -> DatasetRecord:
-    obj = _load_json_object(p, lineno, line)
+    return record_from_object(p, lineno, _load_json_object(p, lineno, line))
+
+
+def record_from_object(p: Path, lineno: int, obj: dict[str, Any]) -> DatasetRecord:
+    """One record (``prompt``/``messages``, optional ``output_len``), checked; a bad one
+    raises :class:`DatasetError` naming ``p`` and record ``lineno``."""
     prompt = _record_prompt(p, lineno, obj)
     out_len = obj.get("output_len")
     if out_len is not None and (

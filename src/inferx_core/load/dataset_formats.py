@@ -21,7 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferx_core.load.dataset import DatasetError, DatasetRecord, load_jsonl_dataset
+from inferx_core.load.dataset import (
+    DatasetError,
+    DatasetRecord,
+    load_jsonl_dataset,
+    record_from_object,
+)
 
 _SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "chatgpt": "assistant"}
 
@@ -74,19 +79,15 @@ def _from_rows(rows: Iterable[Mapping[str, Any]], path: Path, cols: ColumnMap) -
         else:
             obj["prompt"] = row.get(cols.prompt or "prompt")
         if cols.output_len and row.get(cols.output_len) is not None:
-            obj["output_len"] = int(row[cols.output_len])
-        records.append(_one(obj, path, i))
+            value = row[cols.output_len]
+            # Parquet/Arrow integer columns with nulls come back as floats
+            obj["output_len"] = (
+                int(value) if isinstance(value, float) and value.is_integer() else value
+            )
+        records.append(record_from_object(path, i, obj))
     if not records:
         raise DatasetError(f"{path}: no rows")
     return LoadedDataset(records)
-
-
-def _one(obj: dict[str, Any], path: Path, i: int) -> DatasetRecord:
-    # reuse the JSONL checks (and their messages) for one object
-    from inferx_core.load.dataset import _parse_record
-
-    rec = _parse_record(path, i, json.dumps(obj))
-    return rec
 
 
 def _arrow_rows(path: Path) -> list[dict[str, Any]]:

@@ -79,15 +79,20 @@ def _from_rows(rows: Iterable[Mapping[str, Any]], path: Path, cols: ColumnMap) -
         else:
             obj["prompt"] = row.get(cols.prompt or "prompt")
         if cols.output_len and row.get(cols.output_len) is not None:
-            value = row[cols.output_len]
-            # Parquet/Arrow integer columns with nulls come back as floats
-            obj["output_len"] = (
-                int(value) if isinstance(value, float) and value.is_integer() else value
-            )
+            obj["output_len"] = _integral(row[cols.output_len])
         records.append(record_from_object(path, i, obj))
     if not records:
         raise DatasetError(f"{path}: no rows")
     return LoadedDataset(records)
+
+
+def _integral(value: Any) -> Any:
+    """A column value as an int when it is one (128, 128.0, "128"); else as it is, for the
+    record check to refuse with its message."""
+    try:
+        return int(value) if not isinstance(value, bool) and float(value).is_integer() else value
+    except (TypeError, ValueError):
+        return value
 
 
 def _arrow_rows(path: Path) -> list[dict[str, Any]]:

@@ -55,7 +55,7 @@ from inferx_core.analysis.points import INTERACTIVITY, THROUGHPUT
 from inferx_core.analysis.spread import Estimate, median_ci, median_ci_from_std
 from inferx_core.metrics.stats import t_quantile_975
 from inferx_core.results.model import PointResultBase
-from inferx_core.results.read import LoadedResults, read_jsonl, requests_sidecar
+from inferx_core.results.read import LoadedResults, records_from_jsonl, requests_sidecar
 
 Better = Literal["higher", "lower"]
 Verdict = Literal["better", "worse", "same", "n/a"]
@@ -105,16 +105,13 @@ def _num(v: Any) -> float | None:
 
 
 def _per_request_samples(path: Path) -> dict[str, list[float]]:
-    from inferx_core.load.records import RequestRecord
     from inferx_core.metrics.summarize import request_metrics
 
     out: dict[str, list[float]] = {"ttft": [], "tpot": [], "e2el": []}
-    fields = set(RequestRecord.__dataclass_fields__)
-    for row in read_jsonl(path):
-        if row.get("warmup"):
+    for rec in records_from_jsonl(path):
+        if rec.warmup:
             continue
         try:
-            rec = RequestRecord(**{k: v for k, v in row.items() if k in fields})
             m = request_metrics(rec)
         except (TypeError, ValueError, IndexError):
             continue

@@ -290,13 +290,23 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def read_request_records(result_path: Path) -> list[RequestRecord] | None:
-    """The per-request records beside a result file (warmup included, flagged); None when
-    the sidecar is missing. Unknown keys are ignored, so newer sidecars still read."""
-    path = requests_sidecar(result_path)
-    if path is None:
-        return None
+def records_from_jsonl(path: Path) -> list[RequestRecord]:
+    """The request records of a ``.requests.jsonl`` sidecar (warmup included, flagged).
+
+    Unknown keys are ignored, so newer sidecars still read; a row that is not a
+    record (a torn or foreign line) is skipped.
+    """
     fields = set(RequestRecord.__dataclass_fields__)
-    return [
-        RequestRecord(**{k: v for k, v in row.items() if k in fields}) for row in read_jsonl(path)
-    ]
+    records = []
+    for row in read_jsonl(path):
+        try:
+            records.append(RequestRecord(**{k: v for k, v in row.items() if k in fields}))
+        except TypeError:
+            continue
+    return records
+
+
+def read_request_records(result_path: Path) -> list[RequestRecord] | None:
+    """The records beside a result file; None when the sidecar is missing."""
+    path = requests_sidecar(result_path)
+    return None if path is None else records_from_jsonl(path)

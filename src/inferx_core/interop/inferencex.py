@@ -106,8 +106,7 @@ def inferencex_aggregate(vllm: Mapping[str, Any], meta: InferenceXMetadata) -> d
     return _identity(vllm, meta) | _single_node(vllm, meta) | _latency_fields(vllm)
 
 
-def _power_reasons(result: PointResultBase, vllm: Mapping[str, Any], expected: int) -> list[str]:
-    flat = result.flat()
+def _power_reasons(flat: Mapping[str, Any], vllm: Mapping[str, Any], expected: int) -> list[str]:
     reasons: list[str] = []
     start, end = vllm.get("benchmark_start_time_unix"), vllm.get("benchmark_end_time_unix")
     if not isinstance(start, float) or not isinstance(end, float) or end <= start:
@@ -135,8 +134,8 @@ def power_fields(
     """(the aggregate's power fields, the validation sidecar) for one point."""
     v = meta.values
     expected = int(v["tp"]) * int(v["pp"]) * int(v["pcp_size"])
-    reasons = _power_reasons(result, vllm, expected)
     flat = result.flat()
+    reasons = _power_reasons(flat, vllm, expected)
     fields: dict[str, Any] = {
         "power_metric_schema_version": POWER_METRIC_SCHEMA_VERSION,
         "power_valid": 0 if reasons else 1,

@@ -95,9 +95,10 @@ def _judged(n: int, minimum: int) -> tuple[Severity, str]:
     return "marks", f" (only {n}; {minimum} needed to invalidate)"
 
 
-def _coalescing(flat: Mapping[str, Any], ok: Sequence[RequestRecord], limits: ValidityLimits):
+def _coalescing(
+    flat: Mapping[str, Any], ok: Sequence[RequestRecord], n_gaps: int, limits: ValidityLimits
+):
     zero = flat.get("itl_zero_gap_fraction")
-    n_gaps = sum(max(len(r.chunk_ns) - 1, 0) for r in ok)
     severity, few = _judged(n_gaps, MIN_GAPS_TO_JUDGE)
     yield _check(
         "chunk_coalescing",
@@ -277,7 +278,8 @@ def assess(
         _client_resources(measured),
         _usage(measured, limits),
     ]
-    checks += list(_coalescing(flat, ok, limits))
+    gaps = sum(max(len(r.chunk_ns) - 1, 0) for r in ok)
+    checks += list(_coalescing(flat, ok, gaps, limits))
     if open_loop_rate is not None and math.isfinite(open_loop_rate):
         checks += _open_loop(measured, open_loop_rate, limits)
     if client_load is not None:
@@ -285,7 +287,6 @@ def assess(
     lag = _receive_lag(ok, limits.max_receive_lag_p99_ms)
     if lag is not None:
         checks.append(lag)
-    gaps = sum(max(len(r.chunk_ns) - 1, 0) for r in ok)
     counts = {"ttft": len(ok), "e2el": len(ok), "itl": gaps}
     checks += list(_sample_sizes(flat, flat.get("percentiles") or (), counts))
     return Validity(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import statistics
+import time
 from collections.abc import Callable, Iterator
 from itertools import pairwise
 
@@ -194,6 +195,43 @@ def test_all_at_once_without_rate_or_cap(server: ServerProcess, make_request: Ma
     res = run(server.base_url, reqs, LoadConfig())
     assert all(r.ok for r in res.records)
     assert max_overlap(res.records) == 10
+
+
+def test_explicit_arrival_times_replace_the_gaps(
+    server: ServerProcess, make_request: MakeRequest
+) -> None:
+    offsets = [0.0, 0.05, 0.06, 0.2, 0.21, 0.3]
+    reqs = [make_request(i, 2) for i in range(len(offsets))]
+    for req, at in zip(reqs, offsets, strict=True):
+        req.at_s = at
+    # the rate would space them 1 s apart: the trace's times win
+    res = run(server.base_url, reqs, LoadConfig(request_rate=1.0, arrival="constant"))
+    first = min(r.scheduled_ns or 0 for r in res.records)
+    due = sorted(((r.scheduled_ns or 0) - first) / 1e9 for r in res.records)
+    assert due == pytest.approx(offsets, abs=0.002)
+    lateness = [(r.send_ns - (r.scheduled_ns or 0)) / 1e6 for r in res.records]
+    assert max(lateness) < 50  # ms: sent at their times, not queued behind a rate
+    assert all(r.ok for r in res.records)
+
+
+def test_arrival_times_count_from_a_shared_origin(
+    server: ServerProcess, make_request: MakeRequest
+) -> None:
+    """Worker processes share one origin: a request at 0.1 s is due 0.1 s after it."""
+    reqs = [make_request(i, 2) for i in range(3)]
+    for i, req in enumerate(reqs):
+        req.at_s = 0.1 * i
+
+    async def go() -> tuple[int, ScheduleResult]:
+        async with ConnectionPool(server.base_url) as pool:
+            origin = time.perf_counter_ns() + 150_000_000  # 150 ms from now
+            sched = LoadScheduler(pool, reqs, LoadConfig(request_rate=10.0))
+            return origin, await sched.run(origin_ns=origin)
+
+    origin, res = asyncio.run(go())
+    due = sorted(((r.scheduled_ns or 0) - origin) / 1e9 for r in res.records)
+    assert due == pytest.approx([0.0, 0.1, 0.2], abs=0.002)
+    assert all(r.send_ns >= origin for r in res.records)
 
 
 # -- cancellation --------------------------------------------------------------------

@@ -56,6 +56,12 @@ class RequestRecord:
     error_kind: ErrorKind | None = None
     warmup: bool = False
     status_code: int | None = None
+    # Dimensions of structured workloads and load: the multi-turn session and
+    # its turn (0-based), the load stage, the worker process that sent it.
+    session_id: int | None = None
+    turn: int | None = None
+    stage: int | None = None
+    worker: int | None = None
 
     @property
     def ok(self) -> bool:

@@ -58,6 +58,10 @@ class PreparedRequest:
     path: str
     payload: bytes
     record: RequestRecord
+    # Open loop: the arrival time in seconds after the load's origin (trace
+    # replay, or a schedule computed once for several worker processes); when
+    # the requests carry it, it replaces the arrival process's gaps.
+    at_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +189,7 @@ class LoadScheduler:
         self._stopping = False
         self._deadline_ns: int | None = None
         self._sleeper: asyncio.Future[None] | None = None
+        self._origin_ns: int | None = None
 
     def stop(self, *, cancel_in_flight: bool = False) -> None:
         """Stop dispatching; optionally cancel the requests in flight."""
@@ -196,8 +201,14 @@ class LoadScheduler:
             for task in self._in_flight:
                 task.cancel()
 
-    async def run(self) -> ScheduleResult:
-        """Send everything; return the records and the measured window."""
+    async def run(self, *, origin_ns: int | None = None) -> ScheduleResult:
+        """Send everything; return the records and the measured window.
+
+        ``origin_ns``: the ``perf_counter_ns()`` instant open-loop arrival times
+        count from (worker processes share one; CLOCK_MONOTONIC is host-wide);
+        None: when the measured load starts.
+        """
+        self._origin_ns = origin_ns
         cfg = self.config
         res = self.result
         frozen = False
@@ -344,33 +355,41 @@ class LoadScheduler:
         )
         sem = asyncio.Semaphore(cfg.max_concurrency) if cfg.max_concurrency else None
         tasks: set[asyncio.Task[None]] = set()
-        t_next = loop.time()
+        # loop.time() and perf_counter_ns() are both CLOCK_MONOTONIC here
+        origin = loop.time()
+        if self._origin_ns is not None:
+            origin += (self._origin_ns - perf_counter_ns()) / 1e9
+        t_next = origin
         first = True
         it = self._requests
+        pending: PreparedRequest | None = None
         while not self._stopping:
-            if not first:
+            pending = self._next(it, measured=True) if pending is None else pending
+            if pending is None:
+                break
+            if pending.at_s is not None:
+                t_next = origin + pending.at_s
+            elif not first:
                 t_next += next(gaps)
             first = False
             delay = t_next - loop.time()
             due_ns = perf_counter_ns() + int(delay * 1e9)  # the arrival on the load clock
-            if await self._ended_before_arrival(delay, it):
+            if await self._ended_before_arrival(delay, pending):
                 break
             if delay > 0:
                 await self._sleep(delay)
+            if self._stopping:
+                break
             if sem is not None:
                 await sem.acquire()
-            req = self._next(it, measured=True)
-            if req is None:
-                if sem is not None:
-                    sem.release()
-                break
+            req, pending = pending, None
             req.record.scheduled_ns = due_ns
             task = asyncio.create_task(self._open_send(req, out, sem))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
         await _gather_or_cancel(tasks)
 
-    async def _ended_before_arrival(self, delay: float, it: Iterator[PreparedRequest]) -> bool:
+    async def _ended_before_arrival(self, delay: float, pending: PreparedRequest) -> bool:
         """True, after waiting for the end, when the next arrival falls after the deadline.
 
         A later arrival would not be sent, so the load stops at the end itself.
@@ -381,7 +400,7 @@ class LoadScheduler:
         if delay < left:
             return False
         await self._sleep(left)
-        if not self._stopping and next(it, None) is not None:
+        if not self._stopping:
             self.result.stopped_by_duration = True
         self._stopping = True
         return True

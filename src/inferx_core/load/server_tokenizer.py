@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -99,6 +99,7 @@ class ServerTokenizer(TokenizerBase):
         max_workers: int = 8,
         vocab_size: int | None = None,
         client: httpx.Client | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         matches = [d for d in _DIALECTS if d.name == dialect]
         if not matches:
@@ -110,7 +111,9 @@ class ServerTokenizer(TokenizerBase):
         self._model = model
         self._max_workers = max(1, int(max_workers))
         self._own_client = client is None
+        # the server's API key goes with every call, as with the load itself
         self._client = client or httpx.Client(
+            headers=dict(headers or {}),
             timeout=timeout,
             limits=httpx.Limits(
                 max_connections=self._max_workers, max_keepalive_connections=self._max_workers
@@ -136,6 +139,7 @@ class ServerTokenizer(TokenizerBase):
         timeout: float = 10.0,
         max_workers: int = 8,
         vocab_size: int | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> ServerTokenizer:
         """Find the dialect the server speaks; raise TokenizerError saying why none worked."""
         reasons: list[str] = []
@@ -147,6 +151,7 @@ class ServerTokenizer(TokenizerBase):
                 timeout=timeout,
                 max_workers=max_workers,
                 vocab_size=vocab_size,
+                headers=headers,
             )
             try:
                 ids = tok._tokenize_one(_PROBE_TEXT, False)

@@ -17,7 +17,7 @@ Three sources, tried in this order by :func:`resolve_token_counter`:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,12 +112,17 @@ def resolve_token_counter(
     timeout: float = 10.0,
     max_workers: int = 8,
     estimate_method: EstimateMethod = "chars",
+    headers: Mapping[str, str] | None = None,
 ) -> CounterResolution:
-    """Pick a counter: the server's endpoint, else the local file, else an estimate."""
+    """Pick a counter: the server's endpoint, else the local file, else an estimate.
+
+    ``headers`` (the API key) go with the server's tokenize calls."""
     attempts: list[CounterAttempt] = []
     if base_url:
         try:
-            tok = ServerTokenizer.probe(base_url, model, timeout=timeout, max_workers=max_workers)
+            tok = ServerTokenizer.probe(
+                base_url, model, timeout=timeout, max_workers=max_workers, headers=headers
+            )
         except TokenizerError as exc:
             attempts.append(CounterAttempt("server", False, str(exc)))
         else:

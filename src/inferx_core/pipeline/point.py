@@ -341,6 +341,7 @@ def run_bench(
         config.base_url,
         model,
         str(config.workload.tokenizer) if config.workload.tokenizer else None,
+        headers=headers,
     )
     prefix = config.name or slug(model.rsplit("/", 1)[-1])
     telemetry = local_telemetry(config) if config.telemetry else None

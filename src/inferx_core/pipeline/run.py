@@ -208,7 +208,10 @@ class _ServerSession:
         cfg, server, handle = self.plan.cfg, self.plan.server, self.handle
         tokenizer = cfg.workload.tokenizer
         self.counter = resolve_token_counter(
-            handle.base_url, server.name_served, str(tokenizer) if tokenizer else None
+            handle.base_url,
+            server.name_served,
+            str(tokenizer) if tokenizer else None,
+            headers=server.auth_headers(),
         )
         gpu_ids = list(self.plan.resolved.spec.gpu_ids)
         telemetry = self.telemetry_plan(gpu_ids)

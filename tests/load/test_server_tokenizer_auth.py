@@ -19,7 +19,7 @@ KEY = "sk-tokenize-test"
 class _AuthTokenizeHandler(BaseHTTPRequestHandler):
     """vLLM's /tokenize and /detokenize, answering 401 without the bearer key."""
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if self.headers.get("Authorization") != f"Bearer {KEY}":
             self._reply(401, {"error": {"message": "unauthorized"}})

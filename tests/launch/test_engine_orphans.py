@@ -217,3 +217,44 @@ def test_srun_kill_now_ends_the_step_with_srun_double_sigint(
     handle.kill_now()
     assert "step terminated" in handle.log_tail()  # srun's own step kill, before any SIGKILL
     assert not handle.alive() and handle.watchdog is None
+
+
+# InferX with a secret in the engine's env; the engine prints it, as vLLM prints its args.
+SECRET_PARENT = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from inferx_core.config.secrets import remember_secrets
+    from inferx_core.launch.process import ProcessLauncher
+    from inferx_core.sdk.launch_spec import LaunchSpec
+    secret = sys.argv[3]
+    remember_secrets([secret])
+    code = "import os, time; print('args: key=' + os.environ['MY_KEY'], flush=True); time.sleep(99)"
+    spec = LaunchSpec(engine="fake", argv=(sys.executable, "-c", code), env={"MY_KEY": secret},
+                      port=int(sys.argv[2]))
+    handle = ProcessLauncher().start(spec, Path(sys.argv[1]))
+    while "args:" not in handle.log_tail():
+        time.sleep(0.05)
+    print("WATCHDOG", handle.watchdog.proc.pid, handle.log_path, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_kill_9_of_inferx_still_scrubs_the_engine_log(tmp_path: Path) -> None:
+    secret = "sk-printed-by-the-engine-4b3a2c"
+    script = tmp_path / "parent.py"
+    script.write_text(SECRET_PARENT)
+    argv = [sys.executable, str(script), str(tmp_path / "run"), str(free_port()), secret]
+    parent = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    _, pid, log = parent.stdout.readline().split()
+    watchdog = psutil.Process(int(pid))
+    assert secret not in " ".join(watchdog.cmdline())  # it came over the pipe, not argv
+    assert secret in Path(log).read_text()  # the engine printed it
+    parent.kill()  # SIGKILL: InferX's own scrub at stop never runs
+    parent.wait()
+    wait_for(lambda: gone(int(pid)), timeout=30)
+    text = Path(log).read_text()
+    assert secret not in text
+    assert "args: key=***" in text

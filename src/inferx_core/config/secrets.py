@@ -116,6 +116,10 @@ class _Secrets:
                 ordered = sorted(self._values, key=len, reverse=True)
                 self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
 
+    def values(self) -> list[str]:
+        with self._lock:
+            return sorted(self._values, key=len, reverse=True)
+
     def scrub(self, text: str) -> str:
         pattern = self._pattern
         return text if pattern is None else pattern.sub(REDACTED, text)
@@ -137,6 +141,12 @@ def remember_secrets(values: Iterable[str]) -> None:
 def scrub(text: str) -> str:
     """``text`` with every remembered secret value replaced by ``***``."""
     return _SECRETS.scrub(text)
+
+
+def remembered_secrets() -> list[str]:
+    """Every remembered value (JSON-escaped forms included), longest first: for a
+    process that must scrub without importing InferX (the engine watchdog)."""
+    return _SECRETS.values()
 
 
 def forget_secrets() -> None:

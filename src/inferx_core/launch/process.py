@@ -29,7 +29,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from inferx_core.config.secrets import scrub
+from inferx_core.config.secrets import remembered_secrets, scrub
 from inferx_core.launch.envutil import engine_environment
 from inferx_core.launch.watchdog import Watchdog, start_watchdog
 from inferx_core.sdk.launch_spec import LaunchSpec
@@ -149,7 +149,13 @@ class ProcessHandle:
         self.pgid = os.getpgid(proc.pid)
         self._stopped = False
         # Stops the engine if InferX dies without stopping it (kill -9, OOM): see watchdog.
-        self.watchdog: Watchdog | None = start_watchdog(proc.pid, stop_argv=self.orphan_stop_argv())
+        # It also masks the secrets in the log then, which stop() would have done.
+        self.watchdog: Watchdog | None = start_watchdog(
+            proc.pid,
+            stop_argv=self.orphan_stop_argv(),
+            log_path=log_path,
+            secrets=remembered_secrets(),
+        )
 
     def orphan_stop_argv(self) -> list[str] | None:
         """A command the watchdog runs first when InferX died (docker: kill the container)."""

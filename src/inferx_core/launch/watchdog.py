@@ -13,7 +13,11 @@ InferX dies, however it dies:
   command (``docker kill NAME`` for containers), SIGTERMs the engine's
   process group and every descendant of its leader (also those that left
   the group with ``setsid``), waits a grace period, then SIGKILLs what is
-  left.
+  left, and finally masks the secret values in the engine's log (InferX
+  would have done it at its own stop: vLLM logs its arguments).
+
+The log path and the secret values come first on the pipe, as one JSON line:
+a pipe is private to the two processes, an argv is readable by every user.
 
 PR_SET_PDEATHSIG on the engine would reach only the group leader, and not a
 container behind a ``docker run`` client; this reaches both.
@@ -89,6 +93,35 @@ def _running(proc: Any) -> bool:
         return False
 
 
+def scrub_log(path: str, secrets: list[str]) -> None:
+    """Replace every secret value in the log with ``***`` (longest first, like InferX)."""
+    if not path or not secrets:
+        return
+    try:
+        text = Path(path).read_bytes().decode("utf-8", "surrogateescape")
+    except OSError:
+        return
+    clean = text
+    for value in sorted(secrets, key=len, reverse=True):
+        clean = clean.replace(value, "***")
+    if clean == text:
+        return
+    tmp = Path(path).with_name(f".{Path(path).name}.scrub")
+    with contextlib.suppress(OSError):
+        tmp.write_bytes(clean.encode("utf-8", "surrogateescape"))
+        os.replace(tmp, path)
+
+
+def _read_setup(pipe: IO[bytes]) -> dict[str, Any]:
+    """The first line InferX writes: {"log": path, "secrets": [...]} (empty when absent)."""
+    line = pipe.readline()
+    try:
+        setup = json.loads(line) if line.strip() else {}
+    except ValueError:
+        return {}
+    return setup if isinstance(setup, dict) else {}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="inferx-watchdog")
     parser.add_argument("--pid", type=int, required=True, help="the engine's group leader")
@@ -98,10 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     # Ctrl-C and a closed terminal are for InferX to handle; only the pipe decides here.
     for sig in (signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
+    setup = _read_setup(sys.stdin.buffer)
     message = sys.stdin.buffer.read()
     if message.startswith(_RELEASE.strip()):
         return 0
     stop_orphan(args.pid, args.grace, json.loads(args.stop_argv) if args.stop_argv else None)
+    scrub_log(str(setup.get("log") or ""), [str(v) for v in setup.get("secrets") or []])
     return 0
 
 
@@ -126,9 +161,15 @@ class Watchdog:
 
 
 def start_watchdog(
-    pid: int, *, stop_argv: list[str] | None = None, grace_s: float = ORPHAN_GRACE_S
+    pid: int,
+    *,
+    stop_argv: list[str] | None = None,
+    grace_s: float = ORPHAN_GRACE_S,
+    log_path: Path | None = None,
+    secrets: list[str] | None = None,
 ) -> Watchdog:
-    """Guard the engine whose process group leader is ``pid`` (see the module doc)."""
+    """Guard the engine whose process group leader is ``pid`` (see the module doc);
+    after an orphan stop, mask ``secrets`` in ``log_path``."""
     # -I: the script folder (launch/, with docker.py etc.) must not shadow the stdlib
     argv = [sys.executable, "-I", str(Path(__file__).resolve()), "--pid", str(pid)]
     argv += ["--grace", str(grace_s)]
@@ -142,6 +183,11 @@ def start_watchdog(
         start_new_session=True,
         close_fds=True,
     )
+    setup = {"log": str(log_path) if log_path else "", "secrets": list(secrets or [])}
+    assert proc.stdin is not None
+    with contextlib.suppress(OSError):
+        proc.stdin.write(json.dumps(setup).encode() + b"\n")
+        proc.stdin.flush()
     return Watchdog(proc)
 
 

@@ -62,6 +62,9 @@ class RequestRecord:
     turn: int | None = None
     stage: int | None = None
     worker: int | None = None
+    # Multi-turn sessions: the reply's text pieces, captured by the stream decoder
+    # only when this is a list (the next turn's prompt needs the reply); never written.
+    reply_parts: list[str] | None = None
 
     @property
     def ok(self) -> bool:
@@ -81,4 +84,6 @@ class RequestRecord:
         return "usage" if self.usage_output_tokens is not None else "chunks"
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        row = asdict(self)
+        del row["reply_parts"]  # conversation text, not a measurement
+        return row

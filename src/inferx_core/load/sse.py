@@ -222,6 +222,15 @@ def _is_content(c0: dict[str, Any]) -> bool:
     )
 
 
+def _reply_text(c0: dict[str, Any]) -> str:
+    """The generated text of a content choice (completions ``text``, chat ``delta.content``)."""
+    text = c0.get("text")
+    if text is None:
+        delta = c0.get("delta")
+        text = delta.get("content") if type(delta) is dict else None
+    return text if type(text) is str else ""
+
+
 def _usage(obj: dict[str, Any]) -> dict[str, Any] | None:
     usage = obj.get("usage")
     return usage if usage and type(usage) is dict else None
@@ -355,6 +364,8 @@ class StreamDecoder:
         if c0 is not None:
             if _is_content(c0):
                 self._on_content(obj, ct, t_ns)
+                if rec.reply_parts is not None:  # only multi-turn sessions ask for the text
+                    rec.reply_parts.append(_reply_text(c0))
             finish = c0.get("finish_reason")
             if finish:
                 rec.finish_reason = finish

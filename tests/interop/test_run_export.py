@@ -59,3 +59,58 @@ def test_bad_export_format_fails_before_any_load(tmp_path: Path) -> None:
     args = build_parser().parse_args(["bench", "--export", "vllm,xls"])
     with pytest.raises(UserFacingError, match="unknown format xls; choose from vllm"):
         point_exporter(args, tmp_path)
+
+
+def test_configs_with_different_output_dirs_export_next_to_their_own_results(
+    tmp_path: Path,
+) -> None:
+    def config(name: str) -> RunConfig:
+        return RunConfig.model_validate(
+            {
+                "engine": "fake",
+                "model": f"org/{name}",
+                "output_dir": str(tmp_path / name),
+                "plugin_options": {"mode": "ok", "ttft_ms": 5, "itl_ms": 1},
+                "readiness_timeout_s": 30,
+                "workload": {"isl": 16, "osl": 4},
+                "load": {"concurrency": [1], "num_prompts": 2},
+            }
+        )
+
+    configs = [config("first"), config("second")]
+    argv = ["run", "x.yaml", "--export", "inferencex,csv", "--export-set", "precision=fp8"]
+    args = build_parser().parse_args([*argv, "--export-set", "hw=h200"])
+    roots = [Path(c.output_dir) for c in configs]
+    exporter = point_exporter(args, roots[0], roots)
+    pm = get_plugin_manager(env={"INFERX_PLUGINS": ""}, extra_plugins=[("fake", fake_engine)])
+    summary = run_configs(configs, pm=pm, platform=Platform(), progress=False, on_point=exporter)
+    assert summary.ok and not exporter.report.skipped
+    for name in ("first", "second"):
+        aggs = list((tmp_path / name / "export").glob("agg_*.json"))
+        assert [json.loads(a.read_text())["model"] for a in aggs] == [f"org/{name}"]
+        rows = list(csv.DictReader((tmp_path / name / "export" / "points.csv").open()))
+        assert len(rows) == 1  # each folder's table holds its own points only
+
+
+def test_missing_export_metadata_is_a_skip_not_the_end_of_the_run(tmp_path: Path) -> None:
+    config = RunConfig.model_validate(
+        {
+            "engine": "fake",
+            "model": "org/tiny-model",
+            "plugin_options": {"mode": "ok", "ttft_ms": 5, "itl_ms": 1},
+            "readiness_timeout_s": 30,
+            "workload": {"isl": 16, "osl": 4},
+            "load": {"concurrency": [1, 2], "num_prompts": 2},
+        }
+    )
+    args = build_parser().parse_args(["run", "x.yaml", "--export", "inferencex,csv"])
+    exporter = point_exporter(args, tmp_path)
+    pm = get_plugin_manager(env={"INFERX_PLUGINS": ""}, extra_plugins=[("fake", fake_engine)])
+    summary = run_configs(
+        [config], pm=pm, platform=Platform(), output_dir=tmp_path, progress=False, on_point=exporter
+    )
+    assert [o.status for o in summary.outcomes] == ["ok", "ok"]  # both points measured
+    assert [s[1] for s in exporter.report.skipped] == ["inferencex", "inferencex"]
+    assert all("--set precision" in s[2] for s in exporter.report.skipped)
+    rows = list(csv.DictReader((tmp_path / "export" / "points.csv").open()))
+    assert len(rows) == 2  # the tables need no metadata

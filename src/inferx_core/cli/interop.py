@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,10 @@ def add_export_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def point_exporter(args: argparse.Namespace, output_dir: Path) -> Any:
-    """The ``on_point`` callback for ``--export``, or None; bad formats fail before any load."""
+def point_exporter(args: argparse.Namespace, output_dir: Path, roots: Sequence[Path] = ()) -> Any:
+    """The ``on_point`` callback for ``--export``, or None; bad formats fail before any load.
+
+    ``roots``: every results folder of the run; a point exports next to its own."""
     if not getattr(args, "export", None):
         return None
     from inferx_core.interop.export import ExportOptions, PointExporter, parse_formats
@@ -59,7 +62,7 @@ def point_exporter(args: argparse.Namespace, output_dir: Path) -> Any:
         parse_set(args.export_set),
         metadata=parse_set(args.export_metadata, flag="--export-metadata"),
     )
-    return PointExporter(options)
+    return PointExporter(options, roots)
 
 
 def print_export_report(report: Any, out: Any = None) -> int:

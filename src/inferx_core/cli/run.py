@@ -317,7 +317,8 @@ def _execute(
     from inferx_core.report.console import print_summary
 
     output = Path(args.output) if args.output else None
-    exporter = point_exporter(args, output or configs[0].output_dir)
+    roots = [output] if output else [Path(c.output_dir) for c in configs]
+    exporter = point_exporter(args, roots[0], roots)
     summary = run_configs(
         configs,
         output_dir=output,

@@ -163,30 +163,51 @@ def export_paths(paths: Iterable[Path | str], options: ExportOptions) -> ExportR
 
 
 class PointExporter:
-    """``--export`` on ``bench``/``run``: writes each point as it finishes (an ``on_point``)."""
+    """``--export`` on ``bench``/``run``: writes each point as it finishes (an ``on_point``).
 
-    def __init__(self, options: ExportOptions) -> None:
+    ``roots``: the results folders of the run (``inferx run`` with configs that
+    have different ``output_dir``s); each point is exported to ``export/`` in
+    the root its result file is under, else to ``options.output``.
+    """
+
+    def __init__(self, options: ExportOptions, roots: Sequence[Path] = ()) -> None:
         self.options = options
-        self.done: list[tuple[PointResultBase, list[RequestRecord]]] = []
+        self.roots = sorted({Path(r).resolve() for r in roots}, key=lambda r: len(r.parts))
+        self.done: dict[Path, list[tuple[PointResultBase, list[RequestRecord]]]] = {}
         self.report = ExportReport()
+
+    def folder_for(self, result_path: Path | None) -> Path:
+        """The export folder of a point written to ``result_path``."""
+        if result_path is not None:
+            where = Path(result_path).resolve()
+            for root in reversed(self.roots):  # the deepest root holding the file
+                if where.is_relative_to(root):
+                    return root / "export"
+        return self.options.output
 
     def __call__(self, outcome: object) -> None:
         result: PointResultBase = outcome.result  # type: ignore[attr-defined]
         records: list[RequestRecord] = list(outcome.records)  # type: ignore[attr-defined]
-        self.done.append((result, records))
-        step = export_results([(result, records)], self._per_point())
+        folder = self.folder_for(getattr(outcome, "path", None))
+        done = self.done.setdefault(folder, [])
+        done.append((result, records))
+        try:
+            step = export_results([(result, records)], self._per_point(folder))
+        except UserFacingError as exc:  # e.g. metadata missing: reported, the run goes on
+            step = ExportReport()
+            step.skipped += [
+                (result.point_id, f, str(exc)) for f in self._per_point(folder).formats
+            ]
         if any(f in self.options.formats for f in ("csv", "parquet")):
             tables = ExportOptions(
-                tuple(f for f in self.options.formats if f in ("csv", "parquet")),
-                self.options.output,
+                tuple(f for f in self.options.formats if f in ("csv", "parquet")), folder
             )
-            step.written += export_results(self.done, tables).written
+            step.written += export_results(done, tables).written
         self.report.written += step.written
         self.report.skipped += step.skipped
         self.report.metadata |= step.metadata
 
-    def _per_point(self) -> ExportOptions:
+    def _per_point(self, folder: Path) -> ExportOptions:
         formats = tuple(f for f in self.options.formats if f in ("vllm", "inferencex"))
-        return ExportOptions(
-            formats, self.options.output, self.options.settings, self.options.detailed
-        )
+        opts = self.options
+        return ExportOptions(formats, folder, opts.settings, opts.detailed, metadata=opts.metadata)

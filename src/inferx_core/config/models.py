@@ -26,10 +26,16 @@ from inferx_core.config.secrets import (
     remember_public_names,
     remember_secrets,
 )
+from inferx_core.config.trace_checks import (
+    check_trace_load,
+    check_trace_workload,
+    parse_trace_window,
+)
 from inferx_core.config.validity import ValidityLimits
 
 RangeSemantics = Literal["inferencex", "vllm", "sglang", "fixed"]
 ApiKind = Literal["completions", "chat"]
+TraceFormat = Literal["mooncake", "azure", "inferx"]
 
 
 class Parallelism(StrictModel):
@@ -163,7 +169,7 @@ class Workload(StrictModel):
     """What each request asks for."""
 
     api: ApiKind = "completions"
-    kind: Literal["random", "lognormal", "dataset"] = "random"
+    kind: Literal["random", "lognormal", "dataset", "trace"] = "random"
     isl: int = Field(default=1024, ge=1, description="Input sequence length (tokens)")
     osl: int = Field(default=1024, ge=1, description="Output sequence length (tokens)")
     range_ratio: float = Field(default=0.8, ge=0, le=1)
@@ -195,9 +201,37 @@ class Workload(StrictModel):
     tokenizer: Path | None = Field(
         default=None, description="Local tokenizer.json used when the server has no /tokenize"
     )
+    trace: Path | None = Field(
+        default=None,
+        description="Timestamped trace to replay (kind=trace): requests are sent at its times "
+        "(`inferx docs workloads`)",
+    )
+    trace_format: TraceFormat | None = Field(
+        default=None, description="mooncake (JSONL, ms, hash_ids), azure (CSV) or inferx"
+    )
+    trace_speedup: float = Field(
+        default=1.0, gt=0, description="Replay this many times faster than recorded"
+    )
+    trace_window: tuple[float, float | None] | None = Field(
+        default=None,
+        description="[START, END) seconds of trace time to replay, '60:120' or [60, 120] "
+        "(END null: to the end)",
+    )
+    max_model_len: int | None = Field(
+        default=None,
+        ge=1,
+        description="Context length: dataset and trace prompts whose tokens + max_tokens exceed "
+        "it are skipped and counted; None: the server's /v1/models max_model_len when reported",
+    )
+
+    @field_validator("trace_window", mode="before")
+    @classmethod
+    def _window(cls, value: object) -> object:
+        return parse_trace_window(value) if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
+        check_trace_workload(self)
         if self.dataset is not None and self.kind != "dataset":
             if "kind" in self.model_fields_set:
                 raise ValueError(
@@ -334,6 +368,7 @@ class RunConfig(ServerConfig):
     @model_validator(mode="after")
     def _fits_context(self) -> RunConfig:
         check_fits_context(self.workload, self.max_model_len, "max_model_len of this config")
+        check_trace_load(self.workload, self.load)
         return self
 
     def server(self) -> ServerConfig:
@@ -386,6 +421,11 @@ class BenchConfig(StrictModel):
     @classmethod
     def _percentiles(cls, value: list[float]) -> list[float]:
         return check_percentiles(value)
+
+    @model_validator(mode="after")
+    def _trace_load(self) -> BenchConfig:
+        check_trace_load(self.workload, self.load)
+        return self
 
     @model_validator(mode="after")
     def _remember_secrets(self) -> BenchConfig:

@@ -30,9 +30,12 @@ REQUESTS_PARQUET = "requests.parquet"
 
 def write_points_csv(results: Sequence[PointResultBase], output: Path) -> Path:
     from inferx_core.analysis.points import build_rows
+    from inferx_core.report.accuracy import add_accuracy
     from inferx_core.report.table import write_csv
 
-    return write_csv(build_rows(results), output / CSV_NAME)
+    rows = build_rows(results)
+    add_accuracy(rows, results)  # the accuracy measured on the point's server, as in reports
+    return write_csv(rows, output / CSV_NAME)
 
 
 def _cell(value: Any) -> Any:
@@ -42,7 +45,12 @@ def _cell(value: Any) -> Any:
 
 
 def _point_row(result: PointResultBase) -> dict[str, Any]:
+    from inferx_core.report.accuracy import add_accuracy
+
     row = {k: _cell(v) for k, v in result.flat().items()}
+    add_accuracy([row], [result])
+    if result.accuracy is not None:  # every task and metric, not only the headline
+        row["accuracy_tasks"] = _cell(result.accuracy.model_dump(mode="json")["tasks"])
     # One type per column: the flat view writes "inf" for a closed loop's rate.
     row["request_rate"] = None if row.get("request_rate") == "inf" else row.get("request_rate")
     return row

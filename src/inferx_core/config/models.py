@@ -295,6 +295,13 @@ class LoadProfile(StrictModel):
         description="Run every point this many times, interleaved; the result is the median "
         "run with the spread of all (`inferx docs metrics`)",
     )
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        le=512,
+        description="Load generator processes sharing one schedule (`inferx docs scale-out`); "
+        "default: one per two CPUs the client may use, 1 to 8 (1: in-process)",
+    )
 
     @model_validator(mode="after")
     def _one_mode(self) -> LoadProfile:

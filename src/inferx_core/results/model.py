@@ -95,8 +95,29 @@ class WorkloadSection(_Section):
     token_counting: Any = None
 
 
+class WorkerStats(_Section):
+    """One load worker process (``load.workers`` > 1): asked, done, cost, clock."""
+
+    worker: int
+    host: str | None = None
+    requests: int = 0
+    target_rate: float | None = None  # open loop: its share of the rate (req/s)
+    achieved_rate: float | None = None  # req/s it sent
+    dispatch_lateness_p99_ms: float | None = None
+    loop_lag_p95_ms: float | None = None
+    cpu_fraction: float | None = None  # of one core
+    clock: str = "same_host"  # same_host | exchange | wall_clock
+    clock_offset_ns: int = 0
+    clock_uncertainty_ns: int | None = 0  # None: unknown (wall clocks)
+    error: str | None = None
+
+
 class LoadSection(RequestCounts):
     """What was offered (prompts, arrivals, limits, SLOs) and what happened (counts)."""
+
+    # Load generator processes (1: in-process) and each one's figures when several.
+    workers: int = 1
+    per_worker: list[WorkerStats] = Field(default_factory=list)
 
     num_prompts: int
     num_prompts_planned: int | None = None

@@ -14,6 +14,13 @@ measured dispatch after all warmup requests ended and closes at the last
 measured completion. ``duration_s`` stops dispatching; requests in flight
 then finish and count.
 
+The units dispatched are requests (:class:`PreparedRequest`) or multi-turn
+sessions (:class:`~inferx_core.load.sessions.Session`): a session holds its
+slot (closed loop) or arrives (open loop) as one unit and sends its turns
+one after the other, each when the previous reply ended plus its think time
+(or at its trace timestamp). ``stages`` (:mod:`inferx_core.load.stages`)
+run several load levels in order within one point.
+
 Cancellation: :meth:`LoadScheduler.stop` stops gracefully (optionally
 cancelling in-flight requests); if the task running :meth:`LoadScheduler.run`
 is cancelled (Ctrl-C under ``asyncio.run``), in-flight records are marked
@@ -27,14 +34,18 @@ import asyncio
 import gc
 import logging
 import math
-import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter_ns, time_ns
 from typing import Literal
 
+from inferx_core.load.arrivals import Ramp, arrival_intervals
 from inferx_core.load.client import ConnectionPool, send_streaming_request
 from inferx_core.load.records import RequestRecord
+from inferx_core.load.session_dispatch import SessionDispatch
+from inferx_core.load.sessions import Session
+from inferx_core.load.stages import Slots, Stage, StagedDispatch, StageWindow
+from inferx_core.load.units import PreparedRequest, Unit
 
 __all__ = [
     "LoadConfig",
@@ -42,6 +53,7 @@ __all__ = [
     "PreparedRequest",
     "Ramp",
     "ScheduleResult",
+    "Unit",
     "arrival_intervals",
     "run_load",
 ]
@@ -49,19 +61,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 OnComplete = Callable[[RequestRecord], None]
-
-
-@dataclass(slots=True)
-class PreparedRequest:
-    """A request ready to send: endpoint path, JSON body and its record."""
-
-    path: str
-    payload: bytes
-    record: RequestRecord
-    # Open loop: the arrival time in seconds after the load's origin (trace
-    # replay, or a schedule computed once for several worker processes); when
-    # the requests carry it, it replaces the arrival process's gaps.
-    at_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +82,9 @@ class LoadConfig:
     # a full collection during the run does not walk them (a pause that
     # would delay chunk timestamps).
     freeze_gc: bool = True
+    # Load levels run in order within the point (each one closed or open loop);
+    # they replace request_rate/max_concurrency as the load and duration_s.
+    stages: tuple[Stage, ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_concurrency is not None and self.max_concurrency < 1:
@@ -106,6 +108,7 @@ class ScheduleResult:
     unix_offset_ns: int = 0
     stopped_by_duration: bool = False  # the duration cut dispatch while requests were left
     cancelled: bool = False
+    stage_windows: list[StageWindow] = field(default_factory=list)  # with stages: when each ran
 
     @property
     def window_s(self) -> float:
@@ -118,64 +121,16 @@ class ScheduleResult:
         return (perf_ns + self.unix_offset_ns) / 1e9
 
 
-@dataclass(frozen=True, slots=True)
-class Ramp:
-    """vLLM's ramp-up: the rate goes from ``start_rps`` to the point's rate over its
-    ``requests`` (request i at progress i / (requests - 1)), linearly or exponentially."""
-
-    kind: Literal["linear", "exponential"]
-    start_rps: float
-    requests: int
-
-    def rate(self, i: int, end_rps: float) -> float:
-        progress = i / (self.requests - 1) if self.requests > 1 else 1.0
-        progress = min(progress, 1.0)
-        if self.kind == "exponential":
-            return float(self.start_rps * (end_rps / self.start_rps) ** progress)
-        return self.start_rps + (end_rps - self.start_rps) * progress
-
-
-def arrival_intervals(
-    rate: float,
-    arrival: Literal["poisson", "constant"],
-    seed: int = 0,
-    *,
-    burstiness: float = 1.0,
-    ramp: Ramp | None = None,
-) -> Iterator[float]:
-    """Endless gaps in seconds between arrivals at ``rate`` per second.
-
-    Poisson arrivals are vLLM's gamma gaps with shape ``burstiness`` and mean
-    ``1 / rate`` (1: exponential gaps, i.e. Poisson; below 1 burstier, above
-    1 more even); ``constant`` is evenly spaced. With ``ramp`` the rate of
-    gap i follows the ramp (vLLM ``--ramp-up-strategy``).
-    """
-    if math.isinf(rate):
-        while True:
-            yield 0.0
-    rng = random.Random(seed)
-    i = 0
-    while True:
-        current = ramp.rate(i, rate) if ramp is not None else rate
-        i += 1
-        if arrival == "constant":
-            yield 1.0 / current
-        elif burstiness == 1.0:
-            yield rng.expovariate(current)
-        else:
-            yield rng.gammavariate(burstiness, 1.0 / (current * burstiness))
-
-
-class LoadScheduler:
+class LoadScheduler(StagedDispatch, SessionDispatch):
     """One load run: ``await LoadScheduler(...).run()``."""
 
     def __init__(
         self,
         pool: ConnectionPool,
-        requests: Iterable[PreparedRequest],
+        requests: Iterable[Unit],
         config: LoadConfig,
         *,
-        warmup: Sequence[PreparedRequest] = (),
+        warmup: Sequence[Unit] = (),
         on_complete: OnComplete | None = None,
     ) -> None:
         self.pool = pool
@@ -188,14 +143,19 @@ class LoadScheduler:
         self._in_flight: dict[asyncio.Task[RequestRecord], RequestRecord] = {}
         self._stopping = False
         self._deadline_ns: int | None = None
-        self._sleeper: asyncio.Future[None] | None = None
+        self._sleepers: set[asyncio.Future[None]] = set()  # sessions think in parallel
         self._origin_ns: int | None = None
+        self._origin_loop = 0.0  # the origin on the loop's clock (sessions' trace times)
+        self._stage: int | None = None
+        self._slots: Slots | None = None
 
     def stop(self, *, cancel_in_flight: bool = False) -> None:
         """Stop dispatching; optionally cancel the requests in flight."""
         self._stopping = True
-        if self._sleeper is not None and not self._sleeper.done():
-            self._sleeper.set_result(None)
+        for sleeper in self._sleepers:
+            _wake_up(sleeper)
+        if self._slots is not None:
+            self._slots.wake()
         if cancel_in_flight:
             self.result.cancelled = True
             for task in self._in_flight:
@@ -218,16 +178,19 @@ class LoadScheduler:
             frozen = True
         try:
             if self._warmup:
-                for req in self._warmup:
-                    req.record.warmup = True
+                for unit in self._warmup:
+                    _mark_warmup(unit)
                 conc = min(cfg.max_concurrency or len(self._warmup), len(self._warmup))
                 await self._closed_loop(
                     iter(self._warmup), conc, res.warmup_records, measured=False
                 )
             if not self._stopping:
-                if cfg.duration_s is not None:
+                self._set_origin()
+                if cfg.duration_s is not None and not cfg.stages:
                     self._deadline_ns = perf_counter_ns() + int(cfg.duration_s * 1e9)
-                if math.isinf(cfg.request_rate) and cfg.max_concurrency is not None:
+                if cfg.stages:
+                    await self._staged(res.records)
+                elif math.isinf(cfg.request_rate) and cfg.max_concurrency is not None:
                     await self._closed_loop(
                         self._requests, cfg.max_concurrency, res.records, measured=True
                     )
@@ -245,6 +208,12 @@ class LoadScheduler:
         return res
 
     # -- internals ---------------------------------------------------------------
+
+    def _set_origin(self) -> None:
+        # loop.time() and perf_counter_ns() are both CLOCK_MONOTONIC here
+        self._origin_loop = asyncio.get_running_loop().time()
+        if self._origin_ns is not None:
+            self._origin_loop += (self._origin_ns - perf_counter_ns()) / 1e9
 
     def _finalize(self) -> None:
         res = self.result
@@ -265,7 +234,7 @@ class LoadScheduler:
     def _deadline_passed(self) -> bool:
         return self._deadline_ns is not None and perf_counter_ns() >= self._deadline_ns
 
-    def _next(self, it: Iterator[PreparedRequest], measured: bool) -> PreparedRequest | None:
+    def _next(self, it: Iterator[Unit], measured: bool) -> Unit | None:
         """The next request to dispatch, or None when dispatch is over."""
         if self._stopping:
             return None
@@ -284,6 +253,8 @@ class LoadScheduler:
             self.result.window_start_ns = perf_counter_ns()
             self.result.unix_offset_ns = time_ns() - self.result.window_start_ns
         out.append(rec)
+        if self._stage is not None:
+            rec.stage = self._stage
         cfg = self.config
         task = asyncio.current_task()
         assert task is not None
@@ -310,15 +281,24 @@ class LoadScheduler:
                     log.exception("on_complete callback failed; further errors are not logged")
         return rec
 
-    async def _worker(
-        self, it: Iterator[PreparedRequest], out: list[RequestRecord], measured: bool
+    async def _dispatch(
+        self, unit: Unit, out: list[RequestRecord], measured: bool, due_ns: int | None = None
     ) -> None:
-        while (req := self._next(it, measured)) is not None:
-            await self._send(req, out, measured)
+        """Send a request, or run a session's turns one after the other."""
+        if isinstance(unit, Session):
+            await self._run_session(unit, out, measured, due_ns)
+            return
+        if due_ns is not None:
+            unit.record.scheduled_ns = due_ns
+        await self._send(unit, out, measured)
+
+    async def _worker(self, it: Iterator[Unit], out: list[RequestRecord], measured: bool) -> None:
+        while (unit := self._next(it, measured)) is not None:
+            await self._dispatch(unit, out, measured)
 
     async def _closed_loop(
         self,
-        it: Iterator[PreparedRequest],
+        it: Iterator[Unit],
         concurrency: int,
         out: list[RequestRecord],
         measured: bool,
@@ -336,7 +316,7 @@ class LoadScheduler:
             raise
 
     async def _run_worker(
-        self, it: Iterator[PreparedRequest], out: list[RequestRecord], measured: bool
+        self, it: Iterator[Unit], out: list[RequestRecord], measured: bool
     ) -> None:
         try:
             await self._worker(it, out, measured)
@@ -355,14 +335,11 @@ class LoadScheduler:
         )
         sem = asyncio.Semaphore(cfg.max_concurrency) if cfg.max_concurrency else None
         tasks: set[asyncio.Task[None]] = set()
-        # loop.time() and perf_counter_ns() are both CLOCK_MONOTONIC here
-        origin = loop.time()
-        if self._origin_ns is not None:
-            origin += (self._origin_ns - perf_counter_ns()) / 1e9
+        origin = self._origin_loop
         t_next = origin
         first = True
         it = self._requests
-        pending: PreparedRequest | None = None
+        pending: Unit | None = None
         while not self._stopping:
             pending = self._next(it, measured=True) if pending is None else pending
             if pending is None:
@@ -382,14 +359,13 @@ class LoadScheduler:
                 break
             if sem is not None:
                 await sem.acquire()
-            req, pending = pending, None
-            req.record.scheduled_ns = due_ns
-            task = asyncio.create_task(self._open_send(req, out, sem))
+            unit, pending = pending, None
+            task = asyncio.create_task(self._open_send(unit, out, sem, due_ns))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
         await _gather_or_cancel(tasks)
 
-    async def _ended_before_arrival(self, delay: float, pending: PreparedRequest) -> bool:
+    async def _ended_before_arrival(self, delay: float, pending: Unit) -> bool:
         """True, after waiting for the end, when the next arrival falls after the deadline.
 
         A later arrival would not be sent, so the load stops at the end itself.
@@ -406,10 +382,10 @@ class LoadScheduler:
         return True
 
     async def _open_send(
-        self, req: PreparedRequest, out: list[RequestRecord], sem: asyncio.Semaphore | None
+        self, unit: Unit, out: list[RequestRecord], sem: asyncio.Semaphore | None, due_ns: int
     ) -> None:
         try:
-            await self._send(req, out, measured=True)
+            await self._dispatch(unit, out, True, due_ns)
         except asyncio.CancelledError:
             if not self.result.cancelled:
                 raise
@@ -423,13 +399,13 @@ class LoadScheduler:
             return
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
-        self._sleeper = fut
+        self._sleepers.add(fut)
         handle = loop.call_later(seconds, _wake_up, fut)
         try:
             await fut
         finally:
             handle.cancel()
-            self._sleeper = None
+            self._sleepers.discard(fut)
 
 
 async def _gather_or_cancel(tasks: set[asyncio.Task[None]]) -> None:
@@ -448,12 +424,19 @@ def _wake_up(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
+def _mark_warmup(unit: Unit) -> None:
+    if isinstance(unit, Session):
+        unit.warmup = True
+    else:
+        unit.record.warmup = True
+
+
 async def run_load(
     pool: ConnectionPool,
-    requests: Iterable[PreparedRequest],
+    requests: Iterable[Unit],
     config: LoadConfig,
     *,
-    warmup: Sequence[PreparedRequest] = (),
+    warmup: Sequence[Unit] = (),
     on_complete: OnComplete | None = None,
 ) -> ScheduleResult:
     """Convenience wrapper: ``await LoadScheduler(...).run()``."""

@@ -64,10 +64,57 @@ def _identity(vllm: Mapping[str, Any], meta: InferenceXMetadata) -> dict[str, An
     return out
 
 
+def expected_gpus(meta: InferenceXMetadata) -> int:
+    """The GPUs the aggregate's per-GPU figures and power count."""
+    v = meta.values
+    if v.get("multinode"):
+        return int(v["prefill_gpus"]) + int(v["decode_gpus"])
+    return int(v["tp"]) * int(v["pp"]) * int(v["pcp_size"])
+
+
+def _multi_node(vllm: Mapping[str, Any], meta: InferenceXMetadata) -> dict[str, Any]:
+    """process_result.py's IS_MULTINODE branch (disaggregated prefill/decode)."""
+    v = meta.values
+    prefill, decode = int(v["prefill_gpus"]), int(v["decode_gpus"])
+    if prefill <= 0:
+        raise NotExportable("multi-node aggregates need at least one prefill GPU (prefill_gpus)")
+    if bool(v.get("prefill_hw")) != bool(v.get("decode_hw")):
+        raise NotExportable("give prefill_hw and decode_hw together (or neither)")
+    sizes = [
+        int(v[f"{r}_{k}"]) for r in ("prefill", "decode") for k in ("pp", "dcp_size", "pcp_size")
+    ]
+    if min(sizes) <= 0:
+        raise NotExportable("multi-node PP, DCP and PCP sizes must be positive integers")
+    has_decode = decode > 0
+    out: dict[str, Any] = {"is_multinode": True}
+    for role in ("prefill", "decode"):
+        live = role == "prefill" or has_decode  # no decode GPUs: InferenceX zeroes its shape
+        for key, absent in (("tp", 0), ("pp", 1), ("dcp_size", 1), ("pcp_size", 1), ("ep", 0)):
+            out[f"{role}_{key}"] = int(v[f"{role}_{key}"]) if live else absent
+        out[f"{role}_dp_attention"] = v[f"{role}_dp_attention"]
+        out[f"{role}_num_workers"] = int(v[f"{role}_num_workers"])
+    total, output = float(vllm["total_token_throughput"]), float(vllm["output_throughput"])
+    out |= {
+        "num_prefill_gpu": prefill,
+        "num_decode_gpu": decode,
+        "tput_per_gpu": total / (prefill + decode),
+        "output_tput_per_gpu": output / (decode if has_decode else prefill + decode),
+        "input_tput_per_gpu": (total - output) / prefill,
+    }
+    if v.get("prefill_hw"):
+        out |= {"prefill_hw": v["prefill_hw"], "decode_hw": v["decode_hw"]}
+    return out
+
+
 def _single_node(vllm: Mapping[str, Any], meta: InferenceXMetadata) -> dict[str, Any]:
     v = meta.values
+    if v.get("multinode"):
+        return _multi_node(vllm, meta)
     if v["disagg"]:
-        raise NotExportable("disaggregated results need InferenceX's multinode fields")
+        raise NotExportable(
+            "disaggregated mode requires a multi-node setup: --set multinode=true with the "
+            "prefill_*/decode_* fields"
+        )
     num_gpus = int(v["tp"]) * int(v["pp"]) * int(v["pcp_size"])
     total = float(vllm["total_token_throughput"])
     output = float(vllm["output_throughput"])
@@ -132,8 +179,7 @@ def power_fields(
     result: PointResultBase, vllm: Mapping[str, Any], meta: InferenceXMetadata
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the aggregate's power fields, the validation sidecar) for one point."""
-    v = meta.values
-    expected = int(v["tp"]) * int(v["pp"]) * int(v["pcp_size"])
+    expected = expected_gpus(meta)
     flat = result.flat()
     reasons = _power_reasons(flat, vllm, expected)
     fields: dict[str, Any] = {

@@ -40,7 +40,30 @@ FIELDS: dict[str, tuple[str, type]] = {
     "pcp_size": ("PCP_SIZE", int),
     "recipe_fingerprint": ("RECIPE_FINGERPRINT", str),
     "kv_p2p_transfer": ("KV_P2P_TRANSFER", str),
+    # Multi-node (disaggregated prefill/decode) results: process_result.py's IS_MULTINODE branch
+    "multinode": ("IS_MULTINODE", bool),
+    "prefill_gpus": ("PREFILL_GPUS", int),
+    "decode_gpus": ("DECODE_GPUS", int),
+    **{
+        f"{role}_{name}": (f"{role.upper()}_{var}", kind)
+        for role in ("prefill", "decode")
+        for name, var, kind in (
+            ("num_workers", "NUM_WORKERS", int),
+            ("tp", "TP", int),
+            ("pp", "PP_SIZE", int),
+            ("dcp_size", "DCP_SIZE", int),
+            ("pcp_size", "PCP_SIZE", int),
+            ("ep", "EP", int),
+            ("dp_attention", "DP_ATTN", str),
+            ("hw", "HARDWARE", str),
+        )
+    },
 }
+#: Needed only by single-node aggregates, and only by multi-node ones.
+SINGLE_NODE_ONLY = frozenset({"tp", "ep", "dp_attention", "pp", "dcp_size", "pcp_size"})
+MULTINODE_ONLY = frozenset(k for k in FIELDS if k.startswith(("prefill_", "decode_")))
+#: Optional even then: omitted from the aggregate when absent (homogeneous hardware).
+OPTIONAL = frozenset({"kv_p2p_transfer", "prefill_hw", "decode_hw"})
 #: The engines' own defaults where a run does not say otherwise.
 DEFAULTS: dict[str, Any] = {
     "spec_decoding": "none",
@@ -52,6 +75,8 @@ DEFAULTS: dict[str, Any] = {
     "dcp_size": 1,
     "pcp_size": 1,
     "recipe_fingerprint": "",
+    "multinode": False,
+    **{f"{r}_{k}": 1 for r in ("prefill", "decode") for k in ("pp", "dcp_size", "pcp_size")},
 }
 _FRAMEWORKS = {"trtllm": "trt"}  # InferenceX's names where they differ from InferX's
 _PRECISIONS = (
@@ -134,7 +159,8 @@ def known_from_result(result: PointResultBase) -> dict[str, Any]:
     tp = par.get("tp") or (result.throughput.num_gpus if result.throughput else None)
     launch = prov.launch or {}
     model = str(prov.model_id or config.get("model") or "")
-    return {
+    roles = _role_gpus(result)
+    return roles | {
         "hw": _hardware(prov.platform),
         "framework": _FRAMEWORKS.get(str(engine), engine) if engine else None,
         "precision": _precision(config),
@@ -147,6 +173,25 @@ def known_from_result(result: PointResultBase) -> dict[str, Any]:
         "pp": par.get("pp"),
         "dp_attention": str(par["dp_attention"]).lower() if "dp_attention" in par else None,
     }
+
+
+def _role_gpus(result: PointResultBase) -> dict[str, Any]:
+    """A disaggregated result's prefill/decode GPU counts (the per-GPU figures' own)."""
+    tput = result.throughput
+    if tput is None or tput.num_prefill_gpus is None or tput.num_decode_gpus is None:
+        return {}
+    return {
+        "multinode": True,
+        "disagg": True,
+        "prefill_gpus": tput.num_prefill_gpus,
+        "decode_gpus": tput.num_decode_gpus,
+    }
+
+
+def _needed(key: str, multinode: bool) -> bool:
+    if key in OPTIONAL:
+        return False
+    return key not in (SINGLE_NODE_ONLY if multinode else MULTINODE_ONLY)
 
 
 def resolve_metadata(
@@ -163,6 +208,11 @@ def resolve_metadata(
     values: dict[str, Any] = {}
     origins: dict[str, Origin] = {}
     missing = []
+    multinode = (
+        _coerce("multinode", overrides["multinode"])
+        if "multinode" in overrides
+        else bool(known.get("multinode", False))
+    )
     for key in FIELDS:
         if key in overrides:
             values[key], origins[key] = _coerce(key, overrides[key]), "set"
@@ -170,7 +220,7 @@ def resolve_metadata(
             values[key], origins[key] = known[key], "result"
         elif key in DEFAULTS:
             values[key], origins[key] = DEFAULTS[key], "default"
-        elif key != "kv_p2p_transfer":
+        elif _needed(key, multinode):
             missing.append(key)
     if missing:
         sets = " ".join(f"--set {k}=..." for k in missing)

@@ -53,7 +53,7 @@ def register_command(sub: Any) -> None:
     p.add_argument("--osl", type=int, help="output length (tokens)")
     p.add_argument("--range-ratio", type=float)
     p.add_argument("--range-semantics", choices=("inferencex", "vllm", "sglang", "fixed"))
-    p.add_argument("--workload", choices=("random", "lognormal", "dataset"), dest="kind")
+    p.add_argument("--workload", choices=("random", "lognormal", "dataset", "trace"), dest="kind")
     p.add_argument("--dataset", help="JSONL prompts file (implies --workload dataset)")
     p.add_argument("--tokenizer", help="local tokenizer.json when the server has no /tokenize")
     p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop early")
@@ -88,6 +88,7 @@ def register_command(sub: Any) -> None:
         help="prompts of a group start with the same TOKENS tokens (prefix-cache workloads)",
     )
     p.add_argument("--prefix-groups", type=int, metavar="K", help="distinct shared prefixes")
+    _add_trace_arguments(p)
     p.add_argument(
         "--repeats",
         type=int,
@@ -95,6 +96,28 @@ def register_command(sub: Any) -> None:
         help="run every point N times, interleaved: the median run, with min-max and 95%% CI",
     )
     p.set_defaults(handler=cmd_bench)
+
+
+def _add_trace_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--trace", metavar="FILE", help="replay a timestamped trace (implies --workload trace)"
+    )
+    p.add_argument("--trace-format", choices=("mooncake", "azure", "inferx"))
+    p.add_argument(
+        "--trace-speedup", type=float, metavar="X", help="replay X times faster (default 1)"
+    )
+    p.add_argument(
+        "--trace-window",
+        metavar="START:END",
+        help="replay [START, END) seconds of trace time, e.g. 60:120 or 600:",
+    )
+    p.add_argument(
+        "--max-model-len",
+        type=int,
+        metavar="N",
+        help="context length: dataset/trace prompts over it are skipped and counted "
+        "(default: the server's /v1/models max_model_len)",
+    )
 
 
 # (argparse dest, key) for flags that override the config file when given.
@@ -120,6 +143,11 @@ _WORKLOAD_FLAGS = (
     ("seed", "seed"),
     ("shared_prefix", "shared_prefix"),
     ("prefix_groups", "prefix_groups"),
+    ("trace", "trace"),
+    ("trace_format", "trace_format"),
+    ("trace_speedup", "trace_speedup"),
+    ("trace_window", "trace_window"),
+    ("max_model_len", "max_model_len"),
 )
 _LOAD_FLAGS = (
     ("arrival", "arrival"),

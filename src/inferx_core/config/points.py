@@ -17,21 +17,27 @@ __all__ = ["LoadPoint", "load_points", "point_id_for", "point_ids", "server_id",
 
 @dataclass(frozen=True)
 class LoadPoint:
-    """One load level: closed loop at ``concurrency`` or open loop at ``request_rate``."""
+    """One load level: closed loop at ``concurrency``, open loop at ``request_rate``, or
+    ``trace``: open loop at a trace's times (``max_concurrency`` its optional cap)."""
 
     concurrency: int | None = None
     request_rate: float | None = None
     max_concurrency: int | None = None
+    trace: bool = False
 
     @property
     def key(self) -> str:
+        if self.trace:
+            return "replay" + (f"-cap{self.max_concurrency}" if self.max_concurrency else "")
         if self.request_rate is not None:
             cap = f"-cap{self.max_concurrency}" if self.max_concurrency else ""
             return f"r{self.request_rate:g}{cap}"
         return f"c{self.concurrency}"
 
 
-def load_points(load: LoadProfile) -> list[LoadPoint]:
+def load_points(load: LoadProfile, workload: Workload | None = None) -> list[LoadPoint]:
+    if workload is not None and workload.kind == "trace":
+        return [LoadPoint(trace=True, max_concurrency=load.max_concurrency)]
     if load.request_rate is not None:
         return [
             LoadPoint(request_rate=r, max_concurrency=load.max_concurrency)
@@ -50,6 +56,9 @@ def slug(text: str) -> str:
 
 def point_id_for(prefix: str, workload: Workload, point: LoadPoint) -> str:
     shape = f"isl{workload.isl}-osl{workload.osl}" if workload.kind == "random" else workload.kind
+    if workload.kind == "trace" and workload.trace is not None:
+        speed = f"-x{workload.trace_speedup:g}" if workload.trace_speedup != 1 else ""
+        shape = f"trace-{workload.trace.stem}{speed}"
     return slug(f"{prefix}-{workload.api}-{shape}-{point.key}")
 
 
@@ -72,4 +81,4 @@ def server_id(cfg: RunConfig) -> str:
 def point_ids(cfg: RunConfig) -> list[tuple[LoadPoint, str]]:
     """Every load point of a server configuration with its id, in run order."""
     sid = server_id(cfg)
-    return [(p, point_id_for(sid, cfg.workload, p)) for p in load_points(cfg.load)]
+    return [(p, point_id_for(sid, cfg.workload, p)) for p in load_points(cfg.load, cfg.workload)]

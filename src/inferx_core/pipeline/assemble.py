@@ -50,7 +50,7 @@ class PointSource:
 
 def identity(source: PointSource, started_at: str | None, finished_at: str | None) -> Identity:
     point = source.point
-    closed = point.request_rate is None
+    closed = point.request_rate is None and not point.trace
     return Identity(
         point_id=source.point_id,
         server_id=source.server_id,

@@ -28,7 +28,6 @@ from inferx_core.load.limits import ensure_concurrency_fits
 from inferx_core.load.records import RequestRecord
 from inferx_core.load.scheduler import LoadConfig, Ramp, ScheduleResult
 from inferx_core.load.token_counter import CounterResolution, resolve_token_counter
-from inferx_core.load.workload import Workload as BuiltWorkload
 from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.summarize import summarize
 from inferx_core.metrics.validity import assess
@@ -135,26 +134,35 @@ def _offered(drive: Drive, point: LoadPoint, load: LoadProfile, n_measured: int)
     return {
         "num_prompts": len(result.records),
         "num_prompts_planned": None if load.duration_s else n_measured,
-        "arrival": None if point.request_rate is None else arrival_label(load),
+        "arrival": _arrival(point, load),
         "duration_limit_s": load.duration_s,
         "stopped_by": stopped_by,
         "in_flight_finished_after_stop": result.stopped_by_duration,
         "warmup_requests": len(result.warmup_records),
         "warmup_failed": sum(1 for r in result.warmup_records if not r.ok),
+        "workers": max(len(drive.workers), 1),
+        "per_worker": drive.per_worker(),
         "benchmark_start_time_unix": result.unix_s(result.window_start_ns),
         "benchmark_end_time_unix": result.unix_s(result.window_end_ns),
     }
 
 
+def _arrival(point: LoadPoint, load: LoadProfile) -> str | None:
+    if point.trace:
+        return "trace"  # the workload section names the file, format, speedup and window
+    return None if point.request_rate is None else arrival_label(load)
+
+
 def _workload_fields(
-    built: BuiltWorkload, workload: Workload, counter: CounterResolution
+    requests: Requests, workload: Workload, counter: CounterResolution
 ) -> dict[str, Any]:
     return {
-        **built.summary(),
+        **requests.built.summary(),
         "api": workload.api,
         "range_semantics": workload.range_semantics,
         "ignore_eos": workload.ignore_eos,
         "token_counting": counter.describe(),
+        "context": requests.context,
     }
 
 
@@ -179,14 +187,18 @@ def _write_point(
 
 
 def _load_config(
-    point: LoadPoint, load: LoadProfile, workload: Workload, n_requests: int
+    point: LoadPoint, load: LoadProfile, workload: Workload, requests: Requests
 ) -> LoadConfig:
+    n_requests = requests.n_measured
+    rate = point.request_rate or math.inf
+    if point.trace:  # arrivals are the requests' at_s; a finite rate keeps a capped loop open
+        rate = requests.trace_rate or 1.0
     ramp = None
     if load.ramp is not None and load.ramp_start_rps is not None and point.request_rate:
         ramp = Ramp(load.ramp, load.ramp_start_rps, n_requests)
     return LoadConfig(
         max_concurrency=point.concurrency or point.max_concurrency,
-        request_rate=point.request_rate or math.inf,
+        request_rate=rate,
         arrival=load.arrival,
         burstiness=load.burstiness,
         ramp=ramp,
@@ -278,13 +290,13 @@ def run_point(
     ensure_concurrency_fits(point.concurrency or point.max_concurrency)
     source = _with_target(source or PointSource(point_id, point), point_id, point, target, workload)
     requests = _build_or_note_interrupt(target, point, workload, load, counter, source, output_dir)
-    config = _load_config(point, load, workload, requests.n_measured)
+    config = _load_config(point, load, workload, requests)
     recorder = TelemetryRecorder(telemetry.samplers() if telemetry else [])
     label = f"{point_id} ({'closed' if point.concurrency else 'open'} loop)"
     total = None if load.duration_s else requests.n_measured
     drive = drive_point(
         target, requests, config, label=label, total=total, recorder=recorder,
-        abort_check=abort_check, progress=progress,
+        abort_check=abort_check, progress=progress, workers=load.workers,
     )  # fmt: skip
     metrics = _point_metrics(
         drive.result, num_gpus=num_gpus, num_gpus_reason=num_gpus_reason, slo=slo,
@@ -293,12 +305,13 @@ def run_point(
     measured = Measured(
         metrics=metrics,
         offered=_offered(drive, point, load, requests.n_measured),
-        workload=_workload_fields(requests.built, workload, counter),
+        workload=_workload_fields(requests, workload, counter),
         slo=slo.as_dict(),
         telemetry=_point_telemetry(recorder, telemetry, drive.result, metrics),
         started_at=started_at,
         validity=assess(
-            drive.result.records, metrics.flat(), open_loop_rate=point.request_rate,
+            drive.result.records, metrics.flat(),
+            open_loop_rate=requests.trace_rate if point.trace else point.request_rate,
             client_load=drive.client_load, limits=validity_limits,
         ),
     )  # fmt: skip
@@ -335,8 +348,8 @@ def run_bench(
         ensure_writable(config.output_dir)  # before a point's work, not after it
     headers = config.request_headers()
     model = config.model or discover_model(config.base_url, headers)
-    check_server_context(config.workload, config.base_url, model, headers)
-    target = BenchTarget(config.base_url, model, headers, *_usage(config))
+    served_len = check_server_context(config.workload, config.base_url, model, headers)
+    target = BenchTarget(config.base_url, model, headers, *_usage(config), served_len)
     counter = resolve_token_counter(
         config.base_url,
         model,
@@ -405,7 +418,11 @@ def _run_points(
         return outcome
 
     combined = run_repeated(
-        load_points(config.load), config.load.repeats, run_one, config.output_dir, on_point
+        load_points(config.load, config.workload),
+        config.load.repeats,
+        run_one,
+        config.output_dir,
+        on_point,
     )
     if config.load.repeats > 1:
         outcomes.extend(combined)

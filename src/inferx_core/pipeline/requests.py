@@ -15,10 +15,20 @@ from typing import Any
 from inferx_core.config.models import LoadProfile, Workload
 from inferx_core.config.points import LoadPoint
 from inferx_core.load.client import build_chat_payload, build_completions_payload
+from inferx_core.load.context_fit import ContextLimit, fitting_indices, keep_prompts, nothing_fits
 from inferx_core.load.lengths import LengthSpec
 from inferx_core.load.records import RequestRecord
 from inferx_core.load.scheduler import PreparedRequest
 from inferx_core.load.token_counter import CounterResolution
+from inferx_core.load.tokenizer import LocalTokenizer
+from inferx_core.load.trace_prompts import build_trace_workload
+from inferx_core.load.traces import (
+    TraceError,
+    TraceRequest,
+    read_trace,
+    select_requests,
+    trace_rate,
+)
 from inferx_core.load.workload import Workload as BuiltWorkload
 from inferx_core.load.workload import WorkloadSpec, build_workload
 
@@ -90,6 +100,8 @@ class BenchTarget:
     continuous_usage: bool = False
     # Why per-chunk token counts will be unknown when not asked for.
     continuous_usage_note: str | None = None
+    # The context length the server reports (/v1/models), for skipping over-long prompts.
+    max_model_len: int | None = None
 
 
 def discover_model(base_url: str, headers: dict[str, str] | None = None) -> str:
@@ -162,6 +174,10 @@ class Requests:
     measured: Any  # a list, or an endless iterator for duration-bound runs
     warmup: list[PreparedRequest]
     n_measured: int
+    # Over-long prompts skipped (the result's workload.context), when a limit is known.
+    context: dict[str, Any] | None = None
+    # A trace replay: its requests per second ((n - 1) over the arrivals' span).
+    trace_rate: float | None = None
 
 
 def build_requests(
@@ -171,21 +187,152 @@ def build_requests(
     load: LoadProfile,
     counter: CounterResolution,
 ) -> Requests:
+    if workload.kind == "trace":
+        return _trace_build(target, workload, load, counter)
     n_measured = prompts_for(point, load)
     n_warmup = warmup_for(point, load)
     spec = workload_spec(workload)
     built = build_workload(spec, counter.counter, n_measured, workload.seed)
+    context = None
+    limit = context_limit(workload, target, counter)
+    if workload.kind == "dataset" and limit is not None:
+        built, context = _fit_dataset(built, spec, counter, n_measured, workload.seed, limit)
     warm_built = (
         build_workload(spec, counter.counter, n_warmup, workload.seed + 7919) if n_warmup else None
     )
+    if warm_built is not None and limit is not None and workload.kind == "dataset":
+        warm_built = keep_prompts(warm_built, fitting_indices(warm_built.prompts, limit))
     measured = _prepare(built, target, workload, warmup=False, first_id=0)
-    warmup = (
-        _prepare(warm_built, target, workload, warmup=True, first_id=-n_warmup)
-        if warm_built
-        else []
-    )
+    n_warm = len(warm_built) if warm_built else 0
+    warmup = _prepare(warm_built, target, workload, warmup=True, first_id=-n_warm) if n_warm else []
     endless = load.duration_s and load.num_prompts is None
-    return Requests(built, _cycle(measured, 0) if endless else measured, warmup, n_measured)
+    measured_requests = _cycle(measured, 0) if endless else measured
+    return Requests(built, measured_requests, warmup, len(measured), context=context)
+
+
+def context_limit(
+    workload: Workload, target: BenchTarget, counter: CounterResolution
+) -> ContextLimit | None:
+    """The context prompts must fit: the workload's max_model_len, else what the server
+    reports (/v1/models, or its /tokenize replies), else None (unknown: nothing skipped)."""
+    if workload.max_model_len is not None:
+        return ContextLimit(workload.max_model_len, "workload.max_model_len")
+    if target.max_model_len is not None:
+        return ContextLimit(target.max_model_len, f"{target.base_url}/v1/models")
+    reported = getattr(counter.counter, "max_model_len", None)
+    if isinstance(reported, int) and reported > 0:
+        return ContextLimit(reported, f"{target.base_url}/tokenize")
+    return None
+
+
+def _fit_dataset(
+    built: BuiltWorkload,
+    spec: WorkloadSpec,
+    counter: CounterResolution,
+    n: int,
+    seed: int,
+    limit: ContextLimit,
+) -> tuple[BuiltWorkload, dict[str, Any]]:
+    """The first ``n`` dataset prompts that fit the context, as vLLM samples past over-long
+    records: when some are over, the workload is built again longer and the rest fill in."""
+    keep = fitting_indices(built.prompts, limit)
+    if not keep:
+        raise nothing_fits(f"dataset {spec.dataset_path}", len(built), limit)
+    considered = len(built)
+    records = int(built.input_lengths.get("records") or n)
+    if len(keep) < n:
+        # prompt i depends only on (seed, i): the longer build starts with the same prompts
+        longer = min(math.ceil(n * n / len(keep) * 1.25) + 8, max(records, n) + n)
+        built = build_workload(spec, counter.counter, longer, seed)
+        keep = fitting_indices(built.prompts, limit)
+        considered = keep[n - 1] + 1 if len(keep) >= n else len(built)
+        keep = keep[:n]
+    skipped = considered - len(keep)
+    kept = keep_prompts(built, keep)
+    if skipped:
+        kept.notes.append(
+            f"dataset: skipped {skipped} of {considered} prompts over the context "
+            f"(prompt tokens + max_tokens > max_model_len {limit.max_model_len}, "
+            f"{limit.source})"
+        )
+    if len(kept) < n:
+        kept.notes.append(f"{len(kept)} prompts fit the context of the {n} asked for")
+    return kept, limit.describe(skipped, considered)
+
+
+def _trace_selection(workload: Workload, load: LoadProfile) -> tuple[list[TraceRequest], int]:
+    """The replayed requests (window, speedup, num_prompts cap) and the file's total."""
+    assert workload.trace is not None and workload.trace_format is not None
+    every = read_trace(workload.trace, workload.trace_format)
+    chosen = select_requests(
+        every, speedup=workload.trace_speedup, window=workload.trace_window,
+        limit=load.num_prompts,
+    )  # fmt: skip
+    if not chosen:
+        start, end = workload.trace_window or (0.0, None)
+        raise TraceError(
+            f"{workload.trace}: no request in the window [{start:g}, "
+            f"{'end' if end is None else f'{end:g}'}) s of its {len(every)} requests"
+        )
+    return chosen, len(every)
+
+
+def _trace_build(
+    target: BenchTarget, workload: Workload, load: LoadProfile, counter: CounterResolution
+) -> Requests:
+    """A trace replay: prompts of its lengths and prefixes, each sent at its arrival."""
+    chosen, total = _trace_selection(workload, load)
+    tok, tok_note = _decoding_counter(counter, workload)
+    describe = {
+        "kind": "trace", "trace": str(workload.trace), "trace_format": workload.trace_format,
+        "trace_speedup": workload.trace_speedup, "trace_window": workload.trace_window,
+        "requests_in_file": total, "requests_selected": len(chosen),
+    }  # fmt: skip
+    built = build_trace_workload(
+        chosen, tok, seed=workload.seed, api=workload.api, describe=describe
+    )
+    if tok_note:
+        built.notes.append(tok_note)
+    context = None
+    limit = context_limit(workload, target, counter)
+    if limit is not None:
+        keep = fitting_indices(built.prompts, limit)
+        if not keep:
+            raise nothing_fits(f"trace {workload.trace}", len(chosen), limit)
+        context = limit.describe(len(chosen) - len(keep), len(chosen))
+        if len(keep) < len(chosen):
+            built = keep_prompts(built, keep)
+            built.notes.append(
+                f"trace: skipped {len(chosen) - len(keep)} requests over the context "
+                f"(max_model_len {limit.max_model_len}, {limit.source})"
+            )
+        chosen = [chosen[i] for i in keep]
+    measured = _prepare(built, target, workload, warmup=False, first_id=0)
+    for prepared, request in zip(measured, chosen, strict=True):
+        prepared.at_s = request.at_s
+    n_warm = min(load.warmup or 0, len(chosen))
+    warmup: list[PreparedRequest] = []
+    if n_warm:
+        # the first requests' lengths, other blocks (seed): the trace's prefixes stay cold
+        warm = build_trace_workload(chosen[:n_warm], tok, seed=workload.seed + 7919,
+                                    api=workload.api)  # fmt: skip
+        warmup = _prepare(warm, target, workload, warmup=True, first_id=-n_warm)
+    return Requests(built, measured, warmup, len(measured), context=context,
+                    trace_rate=trace_rate(chosen))  # fmt: skip
+
+
+def _decoding_counter(counter: CounterResolution, workload: Workload) -> tuple[Any, str | None]:
+    """The counter prompts are built with: the resolved one, or the local tokenizer file
+    when the server's /tokenize cannot detokenize (hash_ids need token ids decoded)."""
+    current = counter.counter
+    if getattr(current, "can_decode", True) or workload.tokenizer is None:
+        return current, None
+    local = LocalTokenizer.from_file(workload.tokenizer)
+    why = getattr(current, "decode_unavailable_reason", None) or "no detokenize"
+    return local, (
+        f"the server's tokenizer cannot decode ({why}): trace prompts are built and counted "
+        f"with the local tokenizer {workload.tokenizer}"
+    )
 
 
 def continuous_usage_for(engine: Any) -> tuple[bool, str | None]:

@@ -93,6 +93,8 @@ class WorkloadSection(_Section):
     range_semantics: str | None = None
     ignore_eos: bool | None = None
     token_counting: Any = None
+    # Dataset and trace prompts over the context: skipped and counted (None: no known limit).
+    context: dict[str, Any] | None = None
 
 
 class WorkerStats(_Section):
@@ -337,7 +339,10 @@ def flat_view(result: PointResultBase) -> dict[str, Any]:
     if metrics is not None:
         out.update(metrics.flat())
     if result.workload is not None:
-        out["workload"] = result.workload.model_dump(mode="json", exclude_none=False)
+        workload = result.workload.model_dump(mode="json", exclude_none=False)
+        if workload.get("context") is None:
+            workload.pop("context", None)  # absent from files before it existed: kept so
+        out["workload"] = workload
     if result.load is not None:
         out["slo"] = dict(result.load.slo)
     if result.telemetry is not None:

@@ -23,14 +23,58 @@ from inferx_core.config.cpus import client_cores
 
 
 @dataclass(frozen=True)
+class WorkerLoad:
+    """One load worker process (``--workers N``): what it was asked, did, and cost."""
+
+    worker: int
+    host: str | None = None
+    requests: int = 0  # measured requests it sent
+    target_rate: float | None = None  # open loop: its share of the arrival rate (req/s)
+    achieved_rate: float | None = None  # req/s it sent (first to last send)
+    dispatch_lateness_p99_ms: float | None = None  # open loop: send minus scheduled, p99
+    loop_lag_p95_ms: float | None = None
+    loop_lag_max_ms: float | None = None
+    cpu_fraction: float | None = None  # its CPU seconds / wall seconds in the window
+    clock: str = "same_host"  # how its stamps map onto the run's clock
+    clock_offset_ns: int = 0
+    clock_uncertainty_ns: int | None = 0  # None: unknown (wall clocks)
+    error: str | None = None  # why it ended early, when it did
+
+
+@dataclass(frozen=True)
 class ClientLoad:
-    """How busy the client was during the window (see the module doc)."""
+    """How busy the client was during the window (see the module doc).
+
+    With several worker processes the lag and CPU fraction are the busiest
+    worker's (one saturated loop is enough to be late), ``total_cpu_cores`` is
+    their sum and ``workers`` holds each.
+    """
 
     loop_lag_p95_ms: float | None
     loop_lag_max_ms: float | None
     process_cpu_fraction: float | None  # CPU seconds of the client / wall seconds
     cores: tuple[int, ...]  # the CPUs the client may run on
     cores_busy_fraction: float | None  # busy share of those CPUs (every process)
+    workers: tuple[WorkerLoad, ...] = ()
+    total_cpu_cores: float | None = None  # CPU seconds of all workers / wall seconds
+
+    def with_workers(self, workers: tuple[WorkerLoad, ...]) -> ClientLoad:
+        """This host's core figures with the workers' own load (the busiest one leads)."""
+
+        def busiest(values: list[float | None]) -> float | None:
+            known = [v for v in values if v is not None]
+            return max(known) if known else None
+
+        cpus = [w.cpu_fraction for w in workers if w.cpu_fraction is not None]
+        return ClientLoad(
+            loop_lag_p95_ms=busiest([w.loop_lag_p95_ms for w in workers]),
+            loop_lag_max_ms=busiest([w.loop_lag_max_ms for w in workers]),
+            process_cpu_fraction=busiest([w.cpu_fraction for w in workers]),
+            cores=self.cores,
+            cores_busy_fraction=self.cores_busy_fraction,
+            workers=workers,
+            total_cpu_cores=sum(cpus) if cpus else None,
+        )
 
 
 def _busy(times: psutil._common.scputimes) -> tuple[float, float]:  # type: ignore[name-defined]

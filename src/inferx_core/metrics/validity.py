@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from inferx_core.config.validity import ValidityLimits
-from inferx_core.load.client_load import ClientLoad
+from inferx_core.load.client_load import ClientLoad, WorkerLoad
 from inferx_core.load.records import RequestRecord
 from inferx_core.metrics.stats import percentile_word
 
@@ -221,27 +221,47 @@ def _usage(records: Sequence[RequestRecord], limits: ValidityLimits) -> Validity
     return _check("usage_cross_check", float(len(bad)), 0.0, not bad, why)
 
 
+def _more_workers(load: ClientLoad) -> str:
+    """The fix for a client that is the bottleneck."""
+    n = max(len(load.workers), 1)
+    return (
+        f"; the client is the bottleneck: run more load workers (--workers {n * 2}, now {n}; "
+        f"the client may use {len(load.cores) or '?'} CPUs)"
+    )
+
+
 def _client(load: ClientLoad, limits: ValidityLimits) -> list[ValidityCheck]:
     checks = []
+    n = len(load.workers)
+    who = f"the busiest of {n} workers' event loops" if n else "the client's event loop"
     if load.loop_lag_p95_ms is not None:
+        ok = load.loop_lag_p95_ms <= limits.max_loop_lag_p95_ms
         checks.append(
             _check(
                 "client_loop_lag",
                 load.loop_lag_p95_ms,
                 limits.max_loop_lag_p95_ms,
-                load.loop_lag_p95_ms <= limits.max_loop_lag_p95_ms,
-                f"the client's event loop ran {load.loop_lag_p95_ms:.1f} ms late at p95 (max "
-                f"{load.loop_lag_max_ms or 0:.1f}): timestamps are that late",
+                ok,
+                f"{who} ran {load.loop_lag_p95_ms:.1f} ms late at p95 (max "
+                f"{load.loop_lag_max_ms or 0:.1f}): timestamps are that late"
+                + ("" if ok else _more_workers(load)),
             )
         )
     if load.process_cpu_fraction is not None:
+        ok = load.process_cpu_fraction <= limits.max_client_cpu_fraction
+        used = f"the client used {load.process_cpu_fraction:.0%} of a core (one event loop)"
+        if n:
+            used = (
+                f"the busiest of {n} load workers used {load.process_cpu_fraction:.0%} of a core "
+                f"({load.total_cpu_cores or 0:.2f} cores in all)"
+            )
         checks.append(
             _check(
                 "client_cpu",
                 load.process_cpu_fraction,
                 limits.max_client_cpu_fraction,
-                load.process_cpu_fraction <= limits.max_client_cpu_fraction,
-                f"the client used {load.process_cpu_fraction:.0%} of a core (one event loop)",
+                ok,
+                used + ("" if ok else _more_workers(load)),
             )
         )
     if load.cores_busy_fraction is not None:
@@ -258,7 +278,42 @@ def _client(load: ClientLoad, limits: ValidityLimits) -> list[ValidityCheck]:
                 severity="marks",
             )
         )
+    if load.workers:
+        checks.append(_bottleneck(load, limits))
     return checks
+
+
+def _worker_behind(w: WorkerLoad, limits: ValidityLimits) -> str | None:
+    """Why one load worker could not keep up, else None."""
+    if w.error:
+        return f"worker {w.worker} ended early: {w.error}"
+    if w.loop_lag_p95_ms is not None and w.loop_lag_p95_ms > limits.max_loop_lag_p95_ms:
+        return f"worker {w.worker}'s loop ran {w.loop_lag_p95_ms:.1f} ms late at p95"
+    if w.cpu_fraction is not None and w.cpu_fraction > limits.max_client_cpu_fraction:
+        return f"worker {w.worker} used {w.cpu_fraction:.0%} of a core"
+    late = w.dispatch_lateness_p99_ms
+    if late is not None and late > limits.max_dispatch_lateness_p99_ms:
+        return f"worker {w.worker} sent {late:.1f} ms after schedule at p99"
+    if w.target_rate and w.achieved_rate is not None and w.requests >= MIN_REPLIES_TO_JUDGE:
+        ratio = w.achieved_rate / w.target_rate
+        if ratio < limits.min_rate_ratio:
+            return (
+                f"worker {w.worker} sent {w.achieved_rate:.1f} of its {w.target_rate:.1f} req/s "
+                f"({ratio:.0%})"
+            )
+    return None
+
+
+def _bottleneck(load: ClientLoad, limits: ValidityLimits) -> ValidityCheck:
+    """Every load worker kept up with its share: loop lag, CPU, lateness, rate."""
+    behind = [why for w in load.workers if (why := _worker_behind(w, limits))]
+    n = len(load.workers)
+    if not behind:
+        why = f"each of the {n} load workers kept up with its share (loop lag, CPU, schedule)"
+    else:
+        why = "; ".join(behind[:3]) + (f"; {len(behind) - 3} more" if len(behind) > 3 else "")
+        why += _more_workers(load)
+    return _check("client_bottleneck", float(len(behind)), 0.0, not behind, why)
 
 
 def assess(

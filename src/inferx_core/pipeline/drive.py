@@ -4,23 +4,34 @@
 recorder around it; a watchdog task stops it when ``abort_check`` reports a
 reason (the engine died), and SIGINT/SIGTERM/SIGHUP cancel it the way
 ``asyncio.run`` cancels its main task, so every finished record is kept.
+
+With ``workers`` > 1 the same point runs in that many worker processes
+(:mod:`inferx_core.load.workers`): the schedule is split once, the workers
+start together, and their records come back merged on this process's clock;
+the watchdog, Ctrl-C and the progress display work on their records files.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import itertools
 import sys
+import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from inferx_core.launch.interrupts import cancel_on_interrupt, was_interrupted
 from inferx_core.load.client import ConnectionPool
-from inferx_core.load.client_load import ClientLoad, ClientLoadMeter
+from inferx_core.load.client_load import ClientLoad, ClientLoadMeter, WorkerLoad
 from inferx_core.load.event_loop import run as run_event_loop
 from inferx_core.load.progress import LoadProgress
 from inferx_core.load.scheduler import LoadConfig, LoadScheduler, PreparedRequest, ScheduleResult
+from inferx_core.load.workers.group import WorkerGroup, Wrap
+from inferx_core.load.workers.plan import auto_workers, effective_workers, split_load
 from inferx_core.pipeline.requests import BenchTarget, Requests
 from inferx_core.telemetry.recorder import TelemetryRecorder
 
@@ -96,6 +107,14 @@ class Drive:
     abort_reason: str | None
     interrupted: bool
     client_load: ClientLoad | None = None
+    workers: tuple[WorkerLoad, ...] = field(default_factory=tuple)  # empty: one process
+
+    def per_worker(self) -> list[dict[str, Any]]:
+        """Each worker's figures as the result's ``load.per_worker`` rows."""
+        return [
+            {k: v for k, v in dataclasses.asdict(w).items() if k != "loop_lag_max_ms"}
+            for w in self.workers
+        ]
 
 
 def drive(
@@ -108,8 +127,22 @@ def drive(
     recorder: TelemetryRecorder,
     abort_check: AbortCheck | None,
     progress: bool | None,
+    workers: int | None = 1,
+    workers_dir: Path | None = None,
+    wrap: Wrap | None = None,
 ) -> Drive:
-    """Run the scheduler under telemetry; Ctrl-C keeps every finished record."""
+    """Run the scheduler under telemetry; Ctrl-C keeps every finished record.
+
+    ``workers`` > 1 (None: chosen from the client's CPUs, ``auto_workers``): in that many
+    processes (``wrap`` turns each worker's command into, e.g., an srun step; their files
+    go to ``workers_dir``, else a temporary one).
+    """
+    n = effective_workers(workers or auto_workers(), config, requests.n_measured)
+    if n > 1 or wrap is not None:
+        return _drive_workers(
+            target, requests, config, n, label=label, total=total, recorder=recorder,
+            abort_check=abort_check, progress=progress, workers_dir=workers_dir, wrap=wrap,
+        )  # fmt: skip
     holder: list[LoadScheduler] = []
     meter = ClientLoadMeter()
     meter.start()
@@ -141,6 +174,65 @@ def drive(
         recorder.stop()
     load = meter.stop(result.window_start_ns, result.window_end_ns)
     return Drive(result, abort_reason, interrupted=False, client_load=load)
+
+
+def _drive_workers(
+    target: BenchTarget,
+    requests: Requests,
+    config: LoadConfig,
+    n: int,
+    *,
+    label: str,
+    total: int | None,
+    recorder: TelemetryRecorder,
+    abort_check: AbortCheck | None,
+    progress: bool | None,
+    workers_dir: Path | None,
+    wrap: Wrap | None,
+) -> Drive:
+    """:func:`drive` over ``n`` worker processes (one schedule, merged records)."""
+    measured = requests.measured
+    pool = None
+    endless = config.duration_s is not None and not isinstance(measured, (list, tuple))
+    if endless:  # duration-bound: an endless cycle over the prompts
+        pool = list(itertools.islice(measured, requests.n_measured))
+        measured = itertools.chain(pool, measured)
+    split = split_load(config, measured, requests.warmup, n, endless_pool=pool)
+    meter = ClientLoadMeter()  # this host's cores; each worker measures its own loop
+    meter.start()
+    recorder.start()
+    try:
+        with LoadProgress(label, total, enabled=progress) as bar:
+            seen = ScheduleResult()
+
+            def on_record(record: Any) -> None:
+                (seen.warmup_records if record.warmup else seen.records).append(record)
+                bar.on_complete(record)
+
+            def abort() -> str | None:
+                bar.refresh()
+                return (abort_check() if abort_check else None) or unanswered(seen)
+
+            with _run_dir(workers_dir) as run_dir:
+                group = WorkerGroup(split, target.base_url, target.headers, run_dir, wrap=wrap)
+                out = group.run(on_record, abort)
+    finally:
+        recorder.stop()
+    result = out.result
+    if out.interrupted:
+        return Drive(result, None, interrupted=True, workers=out.workers)
+    load = meter.stop().with_workers(out.workers)
+    return Drive(result, out.abort_reason, False, client_load=load, workers=out.workers)
+
+
+@contextlib.contextmanager
+def _run_dir(given: Path | None):
+    if given is not None:
+        given.mkdir(parents=True, exist_ok=True)
+        yield given
+        return
+    with tempfile.TemporaryDirectory(prefix="inferx-workers-") as tmp:
+        yield Path(tmp)
 
 
 def unanswered(result: ScheduleResult) -> str | None:

@@ -97,6 +97,32 @@ class ThroughputStats(_Section):
     input_tput_per_gpu: float | None = None
 
 
+class DispatchLateness(_Section):
+    """Open loop: send time minus scheduled arrival per measured request, in milliseconds
+    (the client's lateness; queueing behind a concurrency cap counts)."""
+
+    requests: int
+    mean: float
+    p50: float
+    p99: float
+    max: float
+
+    @classmethod
+    def from_flat(cls, flat: Mapping[str, Any]) -> DispatchLateness | None:
+        if flat.get("p99_dispatch_lateness_ms") is None:
+            return None
+        return cls(
+            requests=flat["dispatch_lateness_requests"],
+            **{s: flat[f"{s}_dispatch_lateness_ms"] for s in ("mean", "p50", "p99", "max")},
+        )
+
+    def flat(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"dispatch_lateness_requests": self.requests}
+        for stat in ("mean", "p50", "p99", "max"):
+            out[f"{stat}_dispatch_lateness_ms"] = getattr(self, stat)
+        return out
+
+
 class LatencyStats(_Section):
     """Latency distributions in milliseconds and interactivity in tokens/s per user."""
 
@@ -113,6 +139,8 @@ class LatencyStats(_Section):
     intvty_requests: int
     # Per-request interactivity; the slow tail is the low percentiles (p1, p0.1).
     request_intvty: Distribution
+    # Open loop only (None in a closed loop, and in results written before it existed).
+    dispatch_lateness_ms: DispatchLateness | None = None
 
 
 _COUNT_FIELDS = tuple(RequestCounts.model_fields)
@@ -144,6 +172,7 @@ def _latency_from_flat(flat: Mapping[str, Any]) -> LatencyStats:
         e2el_ms_error_adjusted=_distribution_fields(flat, "e2el_ms_error_adjusted"),
         intvty_requests=flat["intvty_requests"],
         request_intvty=Distribution.from_stats(_distribution_fields(flat, "request_intvty")),
+        dispatch_lateness_ms=DispatchLateness.from_flat(flat),
     )
 
 
@@ -198,6 +227,8 @@ class PointMetrics(_Section):
         out["intvty_requests"] = lat.intvty_requests
         for stat, value in lat.request_intvty.stats().items():
             out[f"{stat}_request_intvty"] = value
+        if lat.dispatch_lateness_ms is not None:
+            out.update(lat.dispatch_lateness_ms.flat())
         return out
 
 

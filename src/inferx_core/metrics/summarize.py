@@ -362,6 +362,23 @@ def _put_request_interactivity(f: _Fields, w: _Window, pcts: tuple[float, ...]) 
         f.put(f"{stat}_request_intvty", value, iv_reason)
 
 
+def _put_dispatch_lateness(f: _Fields, measured: Sequence[RequestRecord]) -> None:
+    """Open loop: send minus scheduled time (ms) over the requests that were sent; no keys
+    in a closed loop (nothing is scheduled there)."""
+    late = [
+        (r.send_ns - r.scheduled_ns) / 1e6
+        for r in measured
+        if r.scheduled_ns is not None and r.send_ns
+    ]
+    if not late:
+        return
+    f.put("dispatch_lateness_requests", len(late))
+    f.put("mean_dispatch_lateness_ms", float(np.mean(late)))
+    f.put("p50_dispatch_lateness_ms", float(np.percentile(late, 50)))
+    f.put("p99_dispatch_lateness_ms", float(np.percentile(late, 99)))
+    f.put("max_dispatch_lateness_ms", float(max(late)))
+
+
 def _put_failures(f: _Fields, failed: list[RequestRecord], max_error_samples: int) -> None:
     by_kind = Counter(_failure_kind(r) for r in failed)
     f.put("failed_by_kind", dict(sorted(by_kind.items())))
@@ -422,6 +439,7 @@ def summarize(
     _put_throughput(f, window, slo)
     _put_per_gpu(f, num_gpus, num_prefill_gpus, num_decode_gpus, window.duration_s)
     _put_latency(f, window, pcts)
+    _put_dispatch_lateness(f, measured)
     _put_failures(f, window.failed, max_error_samples)
     f.put("percentiles", list(pcts))
     f.put("no_successful_requests", window.no_success)

@@ -95,6 +95,13 @@ def register_command(sub: Any) -> None:
         metavar="N",
         help="run every point N times, interleaved: the median run, with min-max and 95%% CI",
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="load generator processes sharing one schedule (default: one per two client "
+        "CPUs, 1 to 8; `inferx docs scale-out`)",
+    )
     p.set_defaults(handler=cmd_bench)
 
 
@@ -159,6 +166,7 @@ _LOAD_FLAGS = (
     ("first_token_timeout", "first_token_timeout_s"),
     ("idle_timeout", "idle_timeout_s"),
     ("repeats", "repeats"),
+    ("workers", "workers"),
 )
 
 

@@ -10,6 +10,7 @@ import ipaddress
 import math
 import re
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 # [user@]host[:port], host a name, an IPv4 address or a bracketed IPv6 address
@@ -64,6 +65,10 @@ def max_request_tokens(workload: object) -> tuple[int, int] | None:
     if kind == "lognormal":
         mix = workload.lognormal  # type: ignore[attr-defined]
         return mix.input_max, mix.output_max
+    if kind == "multi-turn":  # the last turn carries every message and reply before it
+        w: Any = workload
+        turn_isl, turn_osl = w.turn_isl or w.isl, w.turn_osl or w.osl
+        return w.turns * turn_isl + (w.turns - 1) * turn_osl, turn_osl
     if kind != "random":
         return None
     isl, osl = workload.isl, workload.osl  # type: ignore[attr-defined]

@@ -26,6 +26,12 @@ from inferx_core.config.secrets import (
     remember_public_names,
     remember_secrets,
 )
+from inferx_core.config.sessions import (
+    StageConfig,
+    ThinkTimeConfig,
+    check_multi_turn_workload,
+    check_stages_load,
+)
 from inferx_core.config.trace_checks import (
     check_trace_load,
     check_trace_workload,
@@ -169,7 +175,7 @@ class Workload(StrictModel):
     """What each request asks for."""
 
     api: ApiKind = "completions"
-    kind: Literal["random", "lognormal", "dataset", "trace"] = "random"
+    kind: Literal["random", "lognormal", "dataset", "trace", "multi-turn"] = "random"
     isl: int = Field(default=1024, ge=1, description="Input sequence length (tokens)")
     osl: int = Field(default=1024, ge=1, description="Output sequence length (tokens)")
     range_ratio: float = Field(default=0.8, ge=0, le=1)
@@ -224,6 +230,19 @@ class Workload(StrictModel):
         "it are skipped and counted; None: the server's /v1/models max_model_len when reported",
     )
 
+    turns: int = Field(default=2, ge=1, description="multi-turn: turns per session")
+    think_time_s: float | ThinkTimeConfig = Field(
+        default=0.0,
+        description="multi-turn: seconds between a reply and the next turn; a number, or "
+        "{kind: exponential|lognormal|constant, mean | median and sigma}",
+    )
+    turn_isl: int | None = Field(
+        default=None, ge=1, description="multi-turn: tokens of each new user message (None: isl)"
+    )
+    turn_osl: int | None = Field(
+        default=None, ge=1, description="multi-turn: output tokens of each turn (None: osl)"
+    )
+
     @field_validator("trace_window", mode="before")
     @classmethod
     def _window(cls, value: object) -> object:
@@ -232,6 +251,7 @@ class Workload(StrictModel):
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
         check_trace_workload(self)
+        check_multi_turn_workload(self)
         if self.dataset is not None and self.kind != "dataset":
             if "kind" in self.model_fields_set:
                 raise ValueError(
@@ -295,6 +315,12 @@ class LoadProfile(StrictModel):
         description="Run every point this many times, interleaved; the result is the median "
         "run with the spread of all (`inferx docs metrics`)",
     )
+    stages: list[StageConfig] | None = Field(
+        default=None,
+        min_length=1,
+        description="Load levels run in order within one point: [{rate: R | concurrency: C, "
+        "duration_s: D}, ...] (`inferx docs workloads`)",
+    )
     workers: int | None = Field(
         default=None,
         ge=1,
@@ -307,7 +333,8 @@ class LoadProfile(StrictModel):
     def _one_mode(self) -> LoadProfile:
         if self.concurrency is not None and self.request_rate is not None:
             raise ValueError("give either 'concurrency' (closed loop) or 'request_rate', not both")
-        if self.concurrency is None and self.request_rate is None:
+        check_stages_load(self)
+        if self.concurrency is None and self.request_rate is None and not self.stages:
             self.concurrency = [1]
         for c in self.concurrency or []:
             if c < 1:

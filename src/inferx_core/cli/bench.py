@@ -53,7 +53,13 @@ def register_command(sub: Any) -> None:
     p.add_argument("--osl", type=int, help="output length (tokens)")
     p.add_argument("--range-ratio", type=float)
     p.add_argument("--range-semantics", choices=("inferencex", "vllm", "sglang", "fixed"))
-    p.add_argument("--workload", choices=("random", "lognormal", "dataset", "trace"), dest="kind")
+    p.add_argument(
+        "--workload", choices=("random", "lognormal", "dataset", "trace", "multi-turn"), dest="kind"
+    )
+    p.add_argument("--turns", type=int, metavar="N", help="multi-turn: turns per session")
+    p.add_argument("--think-time", type=float, metavar="S", help="multi-turn: s between turns")
+    p.add_argument("--turn-isl", type=int, help="multi-turn: tokens of each new user message")
+    p.add_argument("--turn-osl", type=int, help="multi-turn: output tokens of each turn")
     p.add_argument("--dataset", help="JSONL prompts file (implies --workload dataset)")
     p.add_argument("--tokenizer", help="local tokenizer.json when the server has no /tokenize")
     p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop early")
@@ -145,6 +151,10 @@ _WORKLOAD_FLAGS = (
     ("range_ratio", "range_ratio"),
     ("range_semantics", "range_semantics"),
     ("kind", "kind"),
+    ("turns", "turns"),
+    ("think_time", "think_time_s"),
+    ("turn_isl", "turn_isl"),
+    ("turn_osl", "turn_osl"),
     ("dataset", "dataset"),
     ("tokenizer", "tokenizer"),
     ("seed", "seed"),

@@ -18,15 +18,19 @@ __all__ = ["LoadPoint", "load_points", "point_id_for", "point_ids", "server_id",
 @dataclass(frozen=True)
 class LoadPoint:
     """One load level: closed loop at ``concurrency``, open loop at ``request_rate``, or
-    ``trace``: open loop at a trace's times (``max_concurrency`` its optional cap)."""
+    ``trace``: open loop at a trace's times (``max_concurrency`` its optional cap), or
+    ``stages``: the load's stages in order."""
 
     concurrency: int | None = None
     request_rate: float | None = None
     max_concurrency: int | None = None
     trace: bool = False
+    stages: int = 0  # how many load stages this point runs (0: none)
 
     @property
     def key(self) -> str:
+        if self.stages:
+            return f"stages{self.stages}"
         if self.trace:
             return "replay" + (f"-cap{self.max_concurrency}" if self.max_concurrency else "")
         if self.request_rate is not None:
@@ -38,6 +42,8 @@ class LoadPoint:
 def load_points(load: LoadProfile, workload: Workload | None = None) -> list[LoadPoint]:
     if workload is not None and workload.kind == "trace":
         return [LoadPoint(trace=True, max_concurrency=load.max_concurrency)]
+    if load.stages:
+        return [LoadPoint(stages=len(load.stages), max_concurrency=load.max_concurrency)]
     if load.request_rate is not None:
         return [
             LoadPoint(request_rate=r, max_concurrency=load.max_concurrency)
@@ -59,6 +65,9 @@ def point_id_for(prefix: str, workload: Workload, point: LoadPoint) -> str:
     if workload.kind == "trace" and workload.trace is not None:
         speed = f"-x{workload.trace_speedup:g}" if workload.trace_speedup != 1 else ""
         shape = f"trace-{workload.trace.stem}{speed}"
+    if workload.kind == "multi-turn":
+        isl, osl = workload.turn_isl or workload.isl, workload.turn_osl or workload.osl
+        shape = f"multi-turn{workload.turns}-isl{isl}-osl{osl}"
     return slug(f"{prefix}-{workload.api}-{shape}-{point.key}")
 
 

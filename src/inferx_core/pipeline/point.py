@@ -27,7 +27,9 @@ from inferx_core.load.client_load import pinned
 from inferx_core.load.limits import ensure_concurrency_fits
 from inferx_core.load.records import RequestRecord
 from inferx_core.load.scheduler import LoadConfig, Ramp, ScheduleResult
+from inferx_core.load.stages import Stage
 from inferx_core.load.token_counter import CounterResolution, resolve_token_counter
+from inferx_core.metrics.dimensions import stage_stats, turn_stats
 from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.summarize import summarize
 from inferx_core.metrics.validity import assess
@@ -49,6 +51,7 @@ from inferx_core.pipeline.requests import (
     continuous_usage_for,
     discover_model,
 )
+from inferx_core.pipeline.session_requests import build_session_requests
 from inferx_core.results.files import (
     ensure_writable,
     requests_path,
@@ -133,7 +136,7 @@ def _offered(drive: Drive, point: LoadPoint, load: LoadProfile, n_measured: int)
         stopped_by = "aborted"
     return {
         "num_prompts": len(result.records),
-        "num_prompts_planned": None if load.duration_s else n_measured,
+        "num_prompts_planned": None if load.duration_s or load.stages else n_measured,
         "arrival": _arrival(point, load),
         "duration_limit_s": load.duration_s,
         "stopped_by": stopped_by,
@@ -144,6 +147,8 @@ def _offered(drive: Drive, point: LoadPoint, load: LoadProfile, n_measured: int)
         "per_worker": drive.per_worker(),
         "benchmark_start_time_unix": result.unix_s(result.window_start_ns),
         "benchmark_end_time_unix": result.unix_s(result.window_end_ns),
+        "turns": turn_stats(result.records),
+        "stages": stage_stats(result.records, result.stage_windows),
     }
 
 
@@ -207,6 +212,7 @@ def _load_config(
         timeout_s=load.request_timeout_s,
         first_token_timeout_s=load.first_token_timeout_s,
         token_idle_timeout_s=load.idle_timeout_s,
+        stages=tuple(Stage(s.duration_s, s.rate, s.concurrency) for s in load.stages or ()),
     )
 
 
@@ -252,7 +258,8 @@ def _build_or_note_interrupt(
     """The point's requests; a signal while they are built (prompts counted on the
     server can take seconds) still leaves a result saying so, with nothing measured."""
     try:
-        return build_requests(target, point, workload, load, counter)
+        build = build_session_requests if workload.kind == "multi-turn" else build_requests
+        return build(target, point, workload, load, counter)
     except KeyboardInterrupt:
         if output_dir is not None:
             why = f"interrupted by {interrupted_by() or 'the user (Ctrl-C)'} before any request"
@@ -293,7 +300,7 @@ def run_point(
     config = _load_config(point, load, workload, requests)
     recorder = TelemetryRecorder(telemetry.samplers() if telemetry else [])
     label = f"{point_id} ({'closed' if point.concurrency else 'open'} loop)"
-    total = None if load.duration_s else requests.n_measured
+    total = None if load.duration_s or load.stages else requests.n_measured
     drive = drive_point(
         target, requests, config, label=label, total=total, recorder=recorder,
         abort_check=abort_check, progress=progress, workers=load.workers,

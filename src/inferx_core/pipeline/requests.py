@@ -43,16 +43,25 @@ def prompts_for(point: LoadPoint, load: LoadProfile) -> int:
     """
     if load.num_prompts is not None:
         return load.num_prompts
+    if load.stages:  # a pool the stages cycle: the busiest stage's default, as one level
+        return max(prompts_for(_stage_point(s), load.model_copy(update={"stages": None}))
+                   for s in load.stages)  # fmt: skip
     if point.concurrency is not None:
         return load.prompts_per_concurrency * point.concurrency
     assert point.request_rate is not None
     return max(20, math.ceil(point.request_rate * load.prompts_per_concurrency))
 
 
+def _stage_point(stage: Any) -> LoadPoint:
+    return LoadPoint(concurrency=stage.concurrency, request_rate=stage.rate)
+
+
 def warmup_for(point: LoadPoint, load: LoadProfile) -> int:
     """Warmup requests: configured, else one per concurrent slot (capped at 16 open loop)."""
     if load.warmup is not None:
         return load.warmup
+    if load.stages:
+        point = _stage_point(load.stages[0])
     if point.concurrency is not None:
         return point.concurrency
     return min(16, point.max_concurrency or math.ceil(point.request_rate or 1))
@@ -205,7 +214,7 @@ def build_requests(
     measured = _prepare(built, target, workload, warmup=False, first_id=0)
     n_warm = len(warm_built) if warm_built else 0
     warmup = _prepare(warm_built, target, workload, warmup=True, first_id=-n_warm) if n_warm else []
-    endless = load.duration_s and load.num_prompts is None
+    endless = (load.duration_s or load.stages) and load.num_prompts is None
     measured_requests = _cycle(measured, 0) if endless else measured
     return Requests(built, measured_requests, warmup, len(measured), context=context)
 

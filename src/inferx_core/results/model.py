@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from inferx_core.evals.model import AccuracySection
+from inferx_core.metrics.dimensions import StageStats, TurnStats
 from inferx_core.metrics.model import LatencyStats, PointMetrics, RequestCounts, ThroughputStats
 from inferx_core.metrics.repeats import RepeatSummary
 from inferx_core.metrics.validity import Validity
@@ -134,6 +135,9 @@ class LoadSection(RequestCounts):
     benchmark_start_time_unix: float | None = None
     benchmark_end_time_unix: float | None = None
     slo: dict[str, float] = Field(default_factory=dict)
+    # Structured workloads and load: figures per multi-turn turn, per load stage.
+    turns: list[TurnStats] | None = None
+    stages: list[StageStats] | None = None
 
 
 class EngineProvenance(_Section):

@@ -1,0 +1,59 @@
+"""The sessions of a multi-turn point (``workload.kind: multi-turn``).
+
+``num_prompts`` (or its default) counts sessions; each sends ``turns``
+requests, so the point's planned requests are sessions x turns. Warmup units
+are one-turn sessions of the same message length (they warm the server
+without holding a slot for a whole conversation). A duration-bound point
+cycles the session pool with fresh ids.
+"""
+
+from __future__ import annotations
+
+from inferx_core.config.models import LoadProfile, Workload
+from inferx_core.config.points import LoadPoint
+from inferx_core.config.sessions import ThinkTimeConfig
+from inferx_core.load.sessions import ThinkTime, build_sessions, cycle_sessions
+from inferx_core.load.token_counter import CounterResolution
+from inferx_core.pipeline.requests import BenchTarget, Requests, prompts_for, warmup_for
+
+__all__ = ["build_session_requests", "think_time"]
+
+
+def think_time(value: float | ThinkTimeConfig) -> ThinkTime:
+    """The config's think time as the load's distribution."""
+    if not isinstance(value, ThinkTimeConfig):
+        return ThinkTime("constant", mean=float(value))
+    return ThinkTime(value.kind, mean=value.mean or 0.0, median=value.median or 0.0,
+                     sigma=value.sigma or 0.0)  # fmt: skip
+
+
+def build_session_requests(
+    target: BenchTarget,
+    point: LoadPoint,
+    workload: Workload,
+    load: LoadProfile,
+    counter: CounterResolution,
+) -> Requests:
+    """Sessions of ``workload.turns`` turns for the point (see the module doc)."""
+    n_sessions = prompts_for(point, load)
+    n_warmup = warmup_for(point, load)
+    common = {
+        "turn_isl": workload.turn_isl or workload.isl,
+        "turn_osl": workload.turn_osl or workload.osl,
+        "think": think_time(workload.think_time_s),
+        "counter": counter.counter,
+        "api": workload.api,
+        "model": target.model,
+        "ignore_eos": workload.ignore_eos,
+        "continuous_usage": target.continuous_usage,
+    }
+    sessions, built = build_sessions(n_sessions, workload.turns, seed=workload.seed, **common)
+    warmup = []
+    if n_warmup:
+        warmup, _ = build_sessions(
+            n_warmup, 1, seed=workload.seed + 7919, first_request_id=-n_warmup, warmup=True,
+            **common,
+        )  # fmt: skip
+    endless = (load.duration_s or load.stages) and load.num_prompts is None
+    measured = cycle_sessions(sessions) if endless else sessions
+    return Requests(built, measured, warmup, n_sessions * workload.turns)  # type: ignore[arg-type]

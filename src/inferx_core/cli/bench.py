@@ -48,22 +48,7 @@ def register_command(sub: Any) -> None:
     p.add_argument("--base-url", help="e.g. http://127.0.0.1:8000")
     p.add_argument("--model", help="served model name (default: first of /v1/models)")
     p.add_argument("--name", help="label used in result ids")
-    p.add_argument("--api", choices=("completions", "chat"))
-    p.add_argument("--isl", type=int, help="input length (tokens)")
-    p.add_argument("--osl", type=int, help="output length (tokens)")
-    p.add_argument("--range-ratio", type=float)
-    p.add_argument("--range-semantics", choices=("inferencex", "vllm", "sglang", "fixed"))
-    p.add_argument(
-        "--workload", choices=("random", "lognormal", "dataset", "trace", "multi-turn"), dest="kind"
-    )
-    p.add_argument("--turns", type=int, metavar="N", help="multi-turn: turns per session")
-    p.add_argument("--think-time", type=float, metavar="S", help="multi-turn: s between turns")
-    p.add_argument("--turn-isl", type=int, help="multi-turn: tokens of each new user message")
-    p.add_argument("--turn-osl", type=int, help="multi-turn: output tokens of each turn")
-    p.add_argument("--dataset", help="JSONL prompts file (implies --workload dataset)")
-    p.add_argument("--tokenizer", help="local tokenizer.json when the server has no /tokenize")
-    p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop early")
-    p.add_argument("--seed", type=int)
+    _add_workload_arguments(p)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--concurrency", type=_csv(int), help="closed loop levels, e.g. 1,4,16")
     mode.add_argument("--request-rate", type=_csv(float), help="open loop rates (req/s)")
@@ -88,14 +73,6 @@ def register_command(sub: Any) -> None:
     add_db_arguments(p)
     add_validity_arguments(p)
     p.add_argument(
-        "--shared-prefix",
-        type=int,
-        metavar="TOKENS",
-        help="prompts of a group start with the same TOKENS tokens (prefix-cache workloads)",
-    )
-    p.add_argument("--prefix-groups", type=int, metavar="K", help="distinct shared prefixes")
-    _add_trace_arguments(p)
-    p.add_argument(
         "--repeats",
         type=int,
         metavar="N",
@@ -109,6 +86,34 @@ def register_command(sub: Any) -> None:
         "CPUs, 1 to 8; `inferx docs scale-out`)",
     )
     p.set_defaults(handler=cmd_bench)
+
+
+def _add_workload_arguments(p: argparse.ArgumentParser) -> None:
+    """What each request asks for: lengths, the workload kind and its files."""
+    p.add_argument("--api", choices=("completions", "chat"))
+    p.add_argument("--isl", type=int, help="input length (tokens)")
+    p.add_argument("--osl", type=int, help="output length (tokens)")
+    p.add_argument("--range-ratio", type=float)
+    p.add_argument("--range-semantics", choices=("inferencex", "vllm", "sglang", "fixed"))
+    p.add_argument(
+        "--workload", choices=("random", "lognormal", "dataset", "trace", "multi-turn"), dest="kind"
+    )
+    p.add_argument("--turns", type=int, metavar="N", help="multi-turn: turns per session")
+    p.add_argument("--think-time", type=float, metavar="S", help="multi-turn: s between turns")
+    p.add_argument("--turn-isl", type=int, help="multi-turn: tokens of each new user message")
+    p.add_argument("--turn-osl", type=int, help="multi-turn: output tokens of each turn")
+    p.add_argument("--dataset", help="JSONL prompts file (implies --workload dataset)")
+    p.add_argument("--tokenizer", help="local tokenizer.json when the server has no /tokenize")
+    p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop early")
+    p.add_argument("--seed", type=int)
+    p.add_argument(
+        "--shared-prefix",
+        type=int,
+        metavar="TOKENS",
+        help="prompts of a group start with the same TOKENS tokens (prefix-cache workloads)",
+    )
+    p.add_argument("--prefix-groups", type=int, metavar="K", help="distinct shared prefixes")
+    _add_trace_arguments(p)
 
 
 def _add_trace_arguments(p: argparse.ArgumentParser) -> None:

@@ -80,7 +80,7 @@ class ServerProcess:
             "--tokens-per-chunk",
             str(k.tokens_per_chunk),
         ]
-        argv += ["--usage", k.usage, "--model", k.model]
+        argv += ["--usage", k.usage, "--model", k.model, "--max-model-len", str(k.max_model_len)]
         if k.fail:
             argv += ["--fail", k.fail]
         if k.fail_after is not None:
@@ -181,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="put the server's perf_counter_ns in each chunk (x_sent_ns, x_recv_ns)",
     )
     ap.add_argument("--model", default="test-model", help="served model name (%(default)s)")
+    ap.add_argument("--max-model-len", type=int, default=131072, help="context /v1/models reports")
     return ap
 
 
@@ -199,6 +200,7 @@ def main(argv: list[str] | None = None) -> None:
         comments=a.comments,
         stamp=a.stamp,
         model=a.model,
+        max_model_len=a.max_model_len,
     )
     server = SSETestServer(a.host, a.port, knobs)
 

@@ -258,6 +258,8 @@ def _fit_dataset(
         keep = keep[:n]
     skipped = considered - len(keep)
     kept = keep_prompts(built, keep)
+    # the builder's overflow note counted the prompts now skipped
+    kept.notes = [n for n in kept.notes if "exceed the server's max_model_len" not in n]
     if skipped:
         kept.notes.append(
             f"dataset: skipped {skipped} of {considered} prompts over the context "

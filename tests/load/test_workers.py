@@ -20,6 +20,7 @@ from inferx_core.load.scheduler import LoadConfig, PreparedRequest, arrival_inte
 from inferx_core.load.workers.clock import ClockServer, clock_map, exchange
 from inferx_core.load.workers.files import records_path
 from inferx_core.load.workers.group import WorkerGroup
+from inferx_core.load.workers.placement import slurm_placement
 from inferx_core.load.workers.plan import (
     auto_workers,
     effective_workers,
@@ -205,3 +206,17 @@ def test_a_worker_that_cannot_keep_up_invalidates_with_the_fix() -> None:
     assert {c.name: c for c in assess([], {}, open_loop_rate=None, client_load=good).checks}[
         "client_bottleneck"
     ].passed
+
+
+def test_srun_placement_puts_workers_on_the_client_nodes() -> None:
+    env = {"SLURM_JOB_ID": "7", "SLURM_JOB_NUM_NODES": "3", "INFERX_CLIENT_NODES": "2"}
+    placement = slurm_placement(env)
+    assert placement is not None and placement.remote
+    assert [placement.node_of(w) for w in range(4)] == [1, 2, 1, 2]  # node 0 serves
+    argv = placement.wrap(3, ["python", "-m", "inferx_core.load.workers", "plan-3.pkl"])
+    assert "--relative=2" in argv and "--overlap" in argv and argv[-1] == "plan-3.pkl"
+    assert "127.0.0.1" not in placement.reachable_url("http://127.0.0.1:8000/v1")
+    one_node = slurm_placement({**env, "SLURM_JOB_NUM_NODES": "1"})
+    assert one_node is not None and one_node.node_of(1) == 0
+    assert one_node.reachable_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000"
+    assert slurm_placement({"INFERX_CLIENT_NODES": "2"}) is None  # not inside a job

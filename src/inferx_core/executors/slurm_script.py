@@ -51,6 +51,8 @@ class SlurmOptions:
     #: argv that runs inferx on the node; default: this inferx (a shared venv)
     inferx_command: list[str] | None = None
     poll_interval_s: float = 2.0
+    #: nodes for load generators besides the server's: the load runs as srun steps there
+    client_nodes: int = 0
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> SlurmOptions:
@@ -66,22 +68,26 @@ class SlurmOptions:
             if isinstance(values.get(key), str):
                 raw = values[key]
                 values[key] = raw.split(",") if key == "container_mounts" else shlex.split(raw)
-        for key in ("gpus_per_node", "max_parallel"):
+        for key in ("gpus_per_node", "max_parallel", "client_nodes"):
             if values.get(key) is not None:
                 values[key] = int(values[key])
         if values.get("poll_interval_s") is not None:
             values["poll_interval_s"] = float(values["poll_interval_s"])
         opts = cls(**values)
+        opts._check()
+        return opts
+
+    def _check(self) -> None:
         for name in ("partition", "account", "time", "job_name", "container_image"):
-            value = getattr(opts, name)
+            value = getattr(self, name)
             if value is not None and (not str(value).strip() or re.search(r"\s", str(value))):
                 raise ExecutorError(f"slurm option {name}={value!r} must be one word")
-        for arg in [*opts.sbatch_args, *opts.container_mounts]:
+        for arg in [*self.sbatch_args, *self.container_mounts]:
             if "\n" in arg or "\r" in arg:
                 raise ExecutorError(f"slurm option value {arg!r} spans lines")
-        if opts.gpus_per_node is not None and opts.gpus_per_node < 0:
-            raise ExecutorError("gpus_per_node must be >= 0")
-        return opts
+        for name in ("gpus_per_node", "client_nodes"):
+            if (getattr(self, name) or 0) < 0:
+                raise ExecutorError(f"{name} must be >= 0")
 
 
 def default_inferx_command() -> list[str]:
@@ -133,14 +139,30 @@ def log_path_for(pattern: str, job_id: str) -> Path:
     return Path(pattern.replace("%A", base).replace("%a", task).replace("%j", base))
 
 
+def _node_directives(opts: SlurmOptions) -> list[str]:
+    """One node and task; with client nodes, one task on each of 1 + K nodes."""
+    if not opts.client_nodes:
+        return ["--nodes=1", "--ntasks=1"]
+    return [f"--nodes={1 + opts.client_nodes}", "--ntasks-per-node=1"]
+
+
+def _client_exports(opts: SlurmOptions, job_dir: Path) -> list[str]:
+    """Where the runner's load goes: srun steps on the client nodes (load/workers)."""
+    if not opts.client_nodes:
+        return []
+    return [
+        f"export INFERX_CLIENT_NODES={opts.client_nodes}",
+        f"export INFERX_LOAD_DIR={shlex.quote(str(job_dir / 'load'))}",
+    ]
+
+
 def _directives(group: JobGroup, job_dir: Path, opts: SlurmOptions, workdir: Path) -> list[str]:
     """The ``#SBATCH`` options of one group's script."""
     directives = [
         f"--job-name={opts.job_name}",
         f"--output={log_pattern(job_dir, group, opts)}",
         f"--chdir={workdir}",
-        "--nodes=1",
-        "--ntasks=1",
+        *_node_directives(opts),
     ]
     if opts.partition:
         directives.append(f"--partition={opts.partition}")
@@ -189,6 +211,7 @@ def render_script(
     if opts.container_mounts:
         mounts = ",".join(opts.container_mounts)
         lines.append(f"export {CONTAINER_MOUNTS_ENV}={shlex.quote(mounts)}")
+    lines += _client_exports(opts, job_dir)
     indexes = " ".join(str(u.index) for u in group.units)
     lines += [
         f"INDEXES=({indexes})",

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
+import socket
 import sys
 import tempfile
 from collections.abc import Callable
@@ -30,7 +31,9 @@ from inferx_core.load.client_load import ClientLoad, ClientLoadMeter, WorkerLoad
 from inferx_core.load.event_loop import run as run_event_loop
 from inferx_core.load.progress import LoadProgress
 from inferx_core.load.scheduler import LoadConfig, LoadScheduler, PreparedRequest, ScheduleResult
+from inferx_core.load.workers.clock import ClockServer
 from inferx_core.load.workers.group import WorkerGroup, Wrap
+from inferx_core.load.workers.placement import SrunPlacement, slurm_placement
 from inferx_core.load.workers.plan import auto_workers, effective_workers, split_load
 from inferx_core.pipeline.requests import BenchTarget, Requests
 from inferx_core.telemetry.recorder import TelemetryRecorder
@@ -137,11 +140,14 @@ def drive(
     processes (``wrap`` turns each worker's command into, e.g., an srun step; their files
     go to ``workers_dir``, else a temporary one).
     """
-    n = effective_workers(workers or auto_workers(), config, requests.n_measured)
-    if n > 1 or wrap is not None:
+    placement = slurm_placement()  # a SLURM job with client nodes: workers as srun steps
+    asked = workers or (placement.client_nodes if placement else auto_workers())
+    n = effective_workers(asked, config, requests.n_measured)
+    if n > 1 or wrap is not None or placement is not None:
         return _drive_workers(
             target, requests, config, n, label=label, total=total, recorder=recorder,
-            abort_check=abort_check, progress=progress, workers_dir=workers_dir, wrap=wrap,
+            abort_check=abort_check, progress=progress, workers_dir=workers_dir,
+            wrap=wrap, placement=placement,
         )  # fmt: skip
     holder: list[LoadScheduler] = []
     meter = ClientLoadMeter()
@@ -189,6 +195,7 @@ def _drive_workers(
     progress: bool | None,
     workers_dir: Path | None,
     wrap: Wrap | None,
+    placement: SrunPlacement | None = None,
 ) -> Drive:
     """:func:`drive` over ``n`` worker processes (one schedule, merged records)."""
     measured = requests.measured
@@ -198,6 +205,9 @@ def _drive_workers(
         pool = list(itertools.islice(measured, requests.n_measured))
         measured = itertools.chain(pool, measured)
     split = split_load(config, measured, requests.warmup, n, endless_pool=pool)
+    url = target.base_url
+    if placement is not None:
+        url, wrap = placement.reachable_url(url), wrap or placement.wrap
     meter = ClientLoadMeter()  # this host's cores; each worker measures its own loop
     meter.start()
     recorder.start()
@@ -213,8 +223,11 @@ def _drive_workers(
                 bar.refresh()
                 return (abort_check() if abort_check else None) or unanswered(seen)
 
-            with _run_dir(workers_dir) as run_dir:
-                group = WorkerGroup(split, target.base_url, target.headers, run_dir, wrap=wrap)
+            with _workers_at(placement, workers_dir) as (run_dir, clock, lead_s):
+                group = WorkerGroup(
+                    split, url, target.headers, run_dir, wrap=wrap, clock_address=clock,
+                    start_lead_s=lead_s,
+                )  # fmt: skip
                 out = group.run(on_record, abort)
     finally:
         recorder.stop()
@@ -226,13 +239,27 @@ def _drive_workers(
 
 
 @contextlib.contextmanager
-def _run_dir(given: Path | None):
+def _workers_at(placement: SrunPlacement | None, given: Path | None):
+    """(the workers' folder, the clock server's address, the start lead) for one point.
+
+    srun steps need a folder every node sees (the job's), a clock server where they
+    run on other nodes, and a longer lead (a shared filesystem shows ``go`` late).
+    """
     if given is not None:
         given.mkdir(parents=True, exist_ok=True)
-        yield given
+        yield given, None, 0.25
         return
-    with tempfile.TemporaryDirectory(prefix="inferx-workers-") as tmp:
-        yield Path(tmp)
+    if placement is None or placement.load_dir is None:
+        with tempfile.TemporaryDirectory(prefix="inferx-workers-") as tmp:
+            yield Path(tmp), None, 0.25
+        return
+    placement.load_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix="point-", dir=placement.load_dir))
+    if not placement.remote:
+        yield run_dir, None, 1.0
+        return
+    with ClockServer() as server:
+        yield run_dir, (socket.gethostname(), server.port), 3.0
 
 
 def unanswered(result: ScheduleResult) -> str | None:

@@ -90,6 +90,16 @@ def record_from_row(row: dict[str, Any]) -> RequestRecord:
     return RequestRecord(**row)
 
 
+def read_records(path: Path) -> list[RequestRecord]:
+    """Every complete record line of a worker's file, read afresh (a file another host
+    wrote is only sure to be whole once it closed it and it is opened again)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    return [record_from_row(json.loads(line)) for line in data.split(b"\n")[:-1] if line.strip()]
+
+
 class RecordsTail:
     """Reads a records file as it grows: complete lines only, from where it stopped."""
 

@@ -34,6 +34,7 @@ from inferx_core.load.workers.files import (
     WorkerPlan,
     done_path,
     read_json,
+    read_records,
     ready_path,
     records_path,
     write_json_atomic,
@@ -243,10 +244,11 @@ class WorkerGroup:
         return WorkersOutcome(result, loads, None if interrupted else reason, interrupted)
 
     def collect(self) -> tuple[ScheduleResult, tuple[WorkerLoad, ...]]:
-        self.poll()
+        """The merged run, from the records files read afresh once every worker ended."""
         for tail in self._tails:
             tail.close()
         n = len(self.split.shares)
+        self.seen = [read_records(records_path(self.run_dir, w)) for w in range(n)]
         summaries = [read_json(done_path(self.run_dir, w)) for w in range(n)]
         notes = [self._exit_note(w) for w in range(n)]
         return merge(self.split, self.seen, summaries, notes, unix_offset_ns=unix_offset_ns())

@@ -35,11 +35,12 @@ _SLURM_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--max-parallel", "max_parallel", int, "at most N array tasks at once"),
     ("--job-name", "job_name", str, "sbatch --job-name (default inferx)"),
     ("--inferx-command", "inferx_command", str, "how the node runs inferx (default: this one)"),
+    ("--client-nodes", "client_nodes", int, "nodes for the load generators (srun steps)"),
 )
 
 
 _METAVARS = {"gpus_per_node": "N", "max_parallel": "N", "container_image": "IMAGE",
-             "container_mounts": "MOUNTS", "inferx_command": "ARGV", "job_name": "NAME",
+             "client_nodes": "K", "container_mounts": "MOUNTS", "inferx_command": "ARGV", "job_name": "NAME",
              "partition": "NAME", "account": "NAME", "time": "LIMIT"}  # fmt: skip
 
 

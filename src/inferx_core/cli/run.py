@@ -40,8 +40,9 @@ _SLURM_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
 
 
 _METAVARS = {"gpus_per_node": "N", "max_parallel": "N", "container_image": "IMAGE",
-             "client_nodes": "K", "container_mounts": "MOUNTS", "inferx_command": "ARGV", "job_name": "NAME",
-             "partition": "NAME", "account": "NAME", "time": "LIMIT"}  # fmt: skip
+             "container_mounts": "MOUNTS", "inferx_command": "ARGV", "job_name": "NAME",
+             "partition": "NAME", "account": "NAME", "time": "LIMIT",
+             "client_nodes": "K"}  # fmt: skip
 
 
 def _add_executor_options(p: argparse.ArgumentParser) -> None:

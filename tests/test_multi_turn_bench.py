@@ -150,3 +150,20 @@ def test_bench_cli_runs_a_staged_multi_turn_point(server: ServerProcess, tmp_pat
     [path] = [p for p in (tmp_path / "out").glob("*.json")]
     result = parse_result(json.loads(path.read_text()))
     assert result.load.turns is not None and len(result.load.stages) == 2
+
+
+def test_report_shows_turns_and_stages() -> None:
+    from types import SimpleNamespace
+
+    from inferx_core.metrics.dimensions import StageStats, TurnStats
+    from inferx_core.report.dimensions import dimension_lines
+
+    turn = TurnStats(turn=1, requests=4, completed=4, mean_prompt_tokens=36.0, median_ttft_ms=12.5,
+                     p99_ttft_ms=20.0, median_e2el_ms=50.0, p99_e2el_ms=61.0)  # fmt: skip
+    stage = StageStats(stage=0, target_rate=15.0, duration_s=1.2, window_s=1.2, dispatched=18,
+                       completed=17, failed=0, dispatched_rps=15.0, completed_rps=14.2)  # fmt: skip
+    lines = dimension_lines(SimpleNamespace(load=SimpleNamespace(turns=[turn], stages=[stage])))
+    assert lines == [
+        "turn 1: 4/4 ok, prompt 36 tok, TTFT p50 12.5 p99 20.0 ms, E2EL p50 50.0 p99 61.0 ms",
+        "stage 0 (rate 15/s, 1.2 s): sent 15.00/s, completed 14.20/s, TTFT p50 - ms",
+    ]

@@ -6,6 +6,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from inferx_core.report.dimensions import dimension_lines
 from inferx_core.results.model import PointResultBase
 
 COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -115,6 +116,8 @@ def print_summary(results: Iterable[PointResultBase], console: Any = None, title
             console.print(f"[red]{result.point_id}[/]: {result.failure_reason}")
         if result.repeats is not None:
             console.print(f"{result.point_id}: {repeat_line(result.repeats)}", highlight=False)
+        for line in dimension_lines(result):
+            console.print(f"{result.point_id}: {line}", highlight=False)
         for line in accuracy_lines(result):
             style = "green" if result.accuracy is not None and result.accuracy.ok else "red"
             console.print(f"[{style}]{result.point_id}[/]: {line}", highlight=False)

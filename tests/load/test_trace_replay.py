@@ -11,7 +11,7 @@ import pytest
 from inferx_core.cli.app import main
 from inferx_core.config.models import BenchConfig, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint, load_points, point_id_for
-from inferx_core.load.token_counter import CounterAttempt, CounterResolution
+from inferx_core.load.token_counter import CounterAttempt, CounterResolution, EstimateCounter
 from inferx_core.load.tokenizer import LocalTokenizer
 from inferx_core.pipeline.point import run_bench
 from inferx_core.pipeline.requests import BenchTarget, build_requests
@@ -175,3 +175,41 @@ def test_trace_requests_over_the_context_are_dropped_keeping_the_others_times(
     assert [r.at_s for r in reqs.measured] == [0.0, 0.02]
     assert reqs.context is not None and reqs.context["skipped_over_context"] == 1
     assert any("skipped 1 requests over the context" in n for n in reqs.built.notes)
+
+
+def test_an_inferx_session_trace_replays_its_sessions_at_their_starts(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    trace = tmp_path / "sessions.jsonl"
+    rows = [
+        {"turns": [{"timestamp_s": 10.0 + 0.2 * k, "input_tokens": 12, "output_tokens": 3},
+                   {"think_time_s": 0.1, "input_tokens": 5, "output_tokens": 2}]}
+        for k in range(4)
+    ]  # fmt: skip
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = BenchConfig(
+        base_url=server.base_url,
+        workload=Workload(trace=trace, trace_format="inferx", trace_speedup=2, trace_window="0.2:"),
+        load=LoadProfile(),
+        output_dir=None,
+        telemetry=False,
+    )
+    [outcome] = run_bench(config, progress=False)
+    assert outcome.result.load is not None and outcome.result.load.completed == 6
+    first = sorted((r for r in outcome.records if r.turn == 0), key=lambda r: r.send_ns)
+    assert len(first) == 3  # the session at 10.0 s is before the window
+    t0 = first[0].send_ns
+    assert [(r.send_ns - t0) / 1e9 for r in first] == pytest.approx([0, 0.1, 0.2], abs=0.05)
+    late = outcome.result.latency.dispatch_lateness_ms  # type: ignore[union-attr]
+    assert late is not None and late.requests >= 3
+
+
+def test_an_untimed_session_trace_cannot_be_replayed(tmp_path: Path) -> None:
+    trace = tmp_path / "s.jsonl"
+    trace.write_text(json.dumps({"turns": [{"input_tokens": 4, "output_tokens": 2}]}) + "\n")
+    workload = Workload(trace=trace, trace_format="inferx")
+    with pytest.raises(ValueError, match="no session has turns"):
+        counter = CounterResolution(EstimateCounter(), ())
+        build_requests(
+            BenchTarget("http://h:1", "m"), LoadPoint(trace=True), workload, LoadProfile(), counter
+        )

@@ -224,3 +224,22 @@ def test_speedup_must_be_positive_and_rates_follow_the_replay() -> None:
     assert [r.at_s for r in chosen] == [0.0, 0.25, 0.5]
     assert trace_rate(chosen) == pytest.approx(4.0)
     assert trace_rate(chosen[:1]) is None
+
+
+def test_session_trace_times_and_think_times_follow_window_and_speedup() -> None:
+    from inferx_core.load.session_trace import SessionSpec, TurnSpec
+    from inferx_core.load.traces import select_sessions
+
+    def spec(start: float) -> SessionSpec:
+        turns = (TurnSpec(4, 8, timestamp_s=start), TurnSpec(4, 8, think_time_s=3.0),
+                 TurnSpec(4, 8, timestamp_s=start + 10))  # fmt: skip
+        return SessionSpec(str(start), turns)
+
+    chosen = select_sessions([spec(6.5), spec(5.0), spec(5.2), spec(9.0)], speedup=2,
+                             window=(0.2, 4.0), limit=2)  # fmt: skip
+    assert [s.session_id for s in chosen] == ["5.2", "6.5"]  # 5.0 is before, 9.0 after the cut
+    assert [[t.timestamp_s for t in s.turns] for s in chosen] == [
+        pytest.approx([0.0, None, 5.0]),
+        pytest.approx([0.65, None, 5.65]),
+    ]
+    assert {s.turns[1].think_time_s for s in chosen} == {1.5}

@@ -10,7 +10,8 @@ Formats (``docs/workloads.md`` has the exact field semantics):
   ``TIMESTAMP`` (a datetime such as ``2023-11-16 18:15:46.6805900``),
   ``ContextTokens`` and ``GeneratedTokens``; other columns are ignored.
 * ``inferx``: InferX's session trace (agentic sessions of turns), read by
-  :mod:`inferx_core.load.sessions` once it exists.
+  :mod:`inferx_core.load.session_trace`; :func:`select_sessions` windows and
+  speeds up its sessions the same way.
 
 Times count from the trace's earliest request. :func:`select_requests`
 keeps the window ``[start, end)`` seconds of trace time, then the first
@@ -32,14 +33,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from inferx_core.errors import UserFacingError
+from inferx_core.load.session_trace import SessionSpec, read_session_trace
 
 __all__ = [
     "BLOCK_TOKENS",
     "TraceError",
     "TraceFormat",
     "TraceRequest",
+    "check_trace_file",
     "read_trace",
     "select_requests",
+    "select_sessions",
     "trace_rate",
 ]
 
@@ -218,17 +222,55 @@ def read_trace(path: str | Path, trace_format: TraceFormat) -> list[TraceRequest
 
 
 def _read_inferx(path: str | Path) -> list[TraceRequest]:
-    try:
-        from inferx_core.load import sessions  # noqa: F401  (helper H1's module)
-    except ImportError:
-        raise TraceError(
-            f"{path}: the inferx session trace format is not available in this build yet "
-            "(it is read by inferx_core.load.sessions); use mooncake or azure"
-        ) from None
     raise TraceError(
-        f"{path}: inferx session traces replay as multi-turn sessions, not as a flat trace; "
-        "use the multi-turn workload to replay them"
+        f"{path}: an inferx session trace replays as sessions of turns, not as flat requests; "
+        "read it with inferx_core.load.session_trace.read_session_trace"
     )
+
+
+def check_trace_file(path: str | Path, trace_format: TraceFormat) -> None:
+    """Read the whole trace once, so a bad line fails before anything is launched or sent."""
+    if trace_format == "inferx":
+        read_session_trace(path)  # SessionTraceError names the file, the line and the field
+    else:
+        read_trace(path, trace_format)
+
+
+def select_sessions(
+    specs: Sequence[SessionSpec],
+    *,
+    speedup: float = 1.0,
+    window: tuple[float, float | None] | None = None,
+    limit: int | None = None,
+) -> list[SessionSpec]:
+    """A timed session trace's sessions starting in ``window`` (seconds after the earliest
+    start), the first ``limit``; every timestamp ``t`` becomes ``(t - t0 - start) / speedup``
+    and every think time is divided by ``speedup``."""
+    if not speedup > 0 or not math.isfinite(speedup):
+        raise ValueError(f"trace speedup must be a finite number > 0, got {speedup}")
+    starts = [s.start_s for s in specs if s.start_s is not None]
+    if not starts:
+        return []
+    start, end = window if window is not None else (0.0, None)
+    t0 = min(starts)
+    chosen = []
+    for spec in sorted(specs, key=lambda s: s.start_s or 0.0):
+        offset_ns = round(((spec.start_s or 0.0) - t0) * 1e9)  # 10.2 - 10.0 is 0.1999...
+        if offset_ns < round(start * 1e9) or (end is not None and offset_ns >= round(end * 1e9)):
+            continue
+        turns = tuple(
+            replace(
+                t,
+                timestamp_s=None if t.timestamp_s is None
+                else (t.timestamp_s - t0 - start) / speedup,
+                think_time_s=None if t.think_time_s is None else t.think_time_s / speedup,
+            )
+            for t in spec.turns
+        )  # fmt: skip
+        chosen.append(replace(spec, turns=turns))
+        if limit is not None and len(chosen) >= limit:
+            break
+    return chosen
 
 
 def select_requests(

@@ -16,7 +16,7 @@ from inferx_core.config.checks import check_fits_context
 from inferx_core.config.models import Workload
 from inferx_core.errors import UserFacingError
 from inferx_core.load.dataset_formats import ColumnMap, load_dataset
-from inferx_core.load.traces import read_trace
+from inferx_core.load.traces import check_trace_file
 
 
 class InputError(UserFacingError, ValueError):
@@ -29,7 +29,7 @@ def check_workload_files(workload: Workload, where: str = "workload") -> None:
         columns = ColumnMap(**workload.dataset_columns) if workload.dataset_columns else None
         load_dataset(workload.dataset, columns)  # DatasetError names file, line and fix
     if workload.kind == "trace" and workload.trace is not None and workload.trace_format:
-        read_trace(workload.trace, workload.trace_format)  # TraceError names file, line, field
+        check_trace_file(workload.trace, workload.trace_format)  # names file, line, field
     tokenizer = workload.tokenizer
     if tokenizer is not None and not tokenizer.is_file():
         raise InputError(

@@ -19,6 +19,7 @@ from inferx_core.load.context_fit import ContextLimit, fitting_indices, keep_pro
 from inferx_core.load.lengths import LengthSpec
 from inferx_core.load.records import RequestRecord
 from inferx_core.load.scheduler import PreparedRequest
+from inferx_core.load.session_trace import build_trace_sessions, read_session_trace
 from inferx_core.load.token_counter import CounterResolution
 from inferx_core.load.tokenizer import LocalTokenizer
 from inferx_core.load.trace_prompts import build_trace_workload
@@ -27,6 +28,7 @@ from inferx_core.load.traces import (
     TraceRequest,
     read_trace,
     select_requests,
+    select_sessions,
     trace_rate,
 )
 from inferx_core.load.workload import Workload as BuiltWorkload
@@ -196,6 +198,8 @@ def build_requests(
     load: LoadProfile,
     counter: CounterResolution,
 ) -> Requests:
+    if workload.kind == "trace" and workload.trace_format == "inferx":
+        return _session_trace_build(target, workload, load, counter)
     if workload.kind == "trace":
         return _trace_build(target, workload, load, counter)
     n_measured = prompts_for(point, load)
@@ -330,6 +334,38 @@ def _trace_build(
         warmup = _prepare(warm, target, workload, warmup=True, first_id=-n_warm)
     return Requests(built, measured, warmup, len(measured), context=context,
                     trace_rate=trace_rate(chosen))  # fmt: skip
+
+
+def _session_trace_build(
+    target: BenchTarget, workload: Workload, load: LoadProfile, counter: CounterResolution
+) -> Requests:
+    """An InferX session trace: its sessions start at their (windowed, sped up) times and
+    each turn follows its timestamp or think time."""
+    assert workload.trace is not None
+    specs = read_session_trace(workload.trace)
+    if specs[0].start_s is None:
+        raise TraceError(
+            f"{workload.trace}: no session has turns[0].timestamp_s, so there are no times to "
+            "replay; time the sessions' starts, or run it at a load level"
+        )
+    chosen = select_sessions(
+        specs, speedup=workload.trace_speedup, window=workload.trace_window,
+        limit=load.num_prompts,
+    )  # fmt: skip
+    if not chosen:
+        raise TraceError(
+            f"{workload.trace}: no session starts in the window {workload.trace_window}"
+        )
+    sessions, built = build_trace_sessions(
+        chosen, counter.counter, workload.seed, api=workload.api, model=target.model,
+        ignore_eos=workload.ignore_eos, continuous_usage=target.continuous_usage,
+    )  # fmt: skip
+    built.notes.append(
+        f"inferx session trace {workload.trace}: {len(chosen)} of {len(specs)} sessions, "
+        f"speedup x{workload.trace_speedup:g}, window {workload.trace_window or 'all'}"
+    )
+    n_requests = sum(s.n_requests for s in sessions)
+    return Requests(built, sessions, [], n_requests)
 
 
 def _decoding_counter(counter: CounterResolution, workload: Workload) -> tuple[Any, str | None]:

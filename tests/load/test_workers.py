@@ -32,6 +32,7 @@ from inferx_core.pipeline.drive import drive
 from inferx_core.pipeline.requests import BenchTarget, Requests
 from inferx_core.telemetry.recorder import TelemetryRecorder
 from inferx_core.testing import ServerProcess
+from inferx_core.testing.server_pool import ServerPool
 
 
 def _requests(make_request, n: int, warmup: int = 2, **x_test) -> Requests:
@@ -220,3 +221,11 @@ def test_srun_placement_puts_workers_on_the_client_nodes() -> None:
     assert one_node is not None and one_node.node_of(1) == 0
     assert one_node.reachable_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000"
     assert slurm_placement({"INFERX_CLIENT_NODES": "2"}) is None  # not inside a job
+
+
+def test_server_pool_serves_one_port_from_several_processes() -> None:
+    import httpx
+
+    with ServerPool(2, itl_ms=1) as pool:
+        assert len({m.proc.pid for m in pool.members if m.proc}) == 2
+        assert httpx.get(pool.base_url + "/v1/models", timeout=10).json()["data"][0]["id"]

@@ -167,7 +167,7 @@ def _after_records(path: Path, count: int, then) -> threading.Thread:
 def test_a_dead_worker_stops_the_load_and_keeps_its_records(
     server: ServerProcess, make_request, tmp_path: Path
 ) -> None:
-    reqs = _requests(make_request, 40, warmup=0, ttft_ms=30)
+    reqs = _requests(make_request, 40, warmup=0, ttft_ms=60)
     split = split_load(LoadConfig(max_concurrency=2), reqs.measured, [], 2)
     group = WorkerGroup(split, server.base_url, {}, tmp_path)
     _after_records(records_path(tmp_path, 0), 3, lambda: os.kill(group.procs[0].pid, 9))

@@ -216,7 +216,9 @@ def _drive_workers(
             seen = ScheduleResult()
 
             def on_record(record: Any) -> None:
-                (seen.warmup_records if record.warmup else seen.records).append(record)
+                # kept until the first token came: all `unanswered` needs to know
+                if not any(r.chunk_ns for r in seen.records[-1:] + seen.warmup_records[-1:]):
+                    (seen.warmup_records if record.warmup else seen.records).append(record)
                 bar.on_complete(record)
 
             def abort() -> str | None:

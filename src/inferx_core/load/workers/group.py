@@ -96,7 +96,7 @@ class WorkerGroup:
         self._logs: list[IO[bytes]] = []
         n = len(split.shares)
         self._tails = [RecordsTail(records_path(run_dir, w)) for w in range(n)]
-        self.seen: list[list[RequestRecord]] = [[] for _ in range(n)]
+        self.finished = 0  # records read so far (every worker's)
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -167,10 +167,9 @@ class WorkerGroup:
     def poll(self) -> list[RequestRecord]:
         """Records finished since the last poll (every worker's)."""
         new: list[RequestRecord] = []
-        for w, tail in enumerate(self._tails):
-            got = tail.read_new()
-            self.seen[w].extend(got)
-            new.extend(got)
+        for tail in self._tails:
+            new.extend(tail.read_new())
+        self.finished += len(new)
         return new
 
     def running(self) -> bool:
@@ -248,10 +247,10 @@ class WorkerGroup:
         for tail in self._tails:
             tail.close()
         n = len(self.split.shares)
-        self.seen = [read_records(records_path(self.run_dir, w)) for w in range(n)]
+        records = [read_records(records_path(self.run_dir, w)) for w in range(n)]
         summaries = [read_json(done_path(self.run_dir, w)) for w in range(n)]
         notes = [self._exit_note(w) for w in range(n)]
-        return merge(self.split, self.seen, summaries, notes, unix_offset_ns=unix_offset_ns())
+        return merge(self.split, records, summaries, notes, unix_offset_ns=unix_offset_ns())
 
 
 @contextlib.contextmanager

@@ -159,7 +159,12 @@ def _open_loop(
                 ratio,
                 limits.min_rate_ratio,
                 ratio >= limits.min_rate_ratio,
-                f"sent {achieved:.1f} req/s of the {target_rate:g} asked for ({ratio:.0%})",
+                f"sent {achieved:.1f} req/s of the {target_rate:g} asked for ({ratio:.0%})"
+                + (
+                    ""
+                    if ratio >= limits.min_rate_ratio
+                    else "; a client that cannot send faster needs more load workers (--workers)"
+                ),
             )
         )
     late = [(r.send_ns - r.scheduled_ns) / 1e6 for r in records if r.scheduled_ns is not None]

@@ -342,18 +342,16 @@ class Connection(asyncio.BufferedProtocol):
         if self._buf:
             data = self._buf + data
             self._buf = b""
-        elif self._chunk_rem == 0 and data[-2:] == b"\r\n":
-            # Fast path: the read is exactly one whole chunk (one SSE event
-            # per chunk per read is what streaming servers send).
-            idx = data.find(b"\r\n")
-            if 0 < idx <= 8:
-                try:
-                    size = int(data[:idx], 16)
-                except ValueError:
-                    size = -1
-                if size > 0 and idx + size + 4 == len(data):
-                    self._body(data[idx + 2 : -2], t)
+        elif self._chunk_rem == 0:
+            # Fast path: whole chunks (one SSE event each is what streaming
+            # servers send; a read holds several when the client fell behind):
+            # their data goes to the body sink in one call.
+            parts, pos = _whole_chunks(data)
+            if parts:
+                self._body(parts[0] if len(parts) == 1 else b"".join(parts), t)
+                if pos == len(data) or self._state != _CHUNKED:
                     return
+                data = data[pos:]
         self._feed_framed(data, t)
 
     def _feed_framed(self, data: bytes, t: int) -> None:
@@ -465,3 +463,29 @@ class Connection(asyncio.BufferedProtocol):
             self._settle(t)
         else:
             self._fail(t, kind, message)
+
+
+def _whole_chunks(data: bytes) -> tuple[list[bytes], int]:
+    """The data of the whole non-empty chunks ``data`` starts with, and where they end.
+
+    Stops at anything else (a partial chunk, the last chunk, a size line with
+    extensions or too long), which the framing walk then handles.
+    """
+    parts: list[bytes] = []
+    pos = 0
+    n = len(data)
+    find = data.find
+    while pos < n:
+        idx = find(b"\r\n", pos, pos + 10)  # size lines of up to 8 hex digits
+        if idx < 0:
+            break
+        try:
+            size = int(data[pos:idx], 16)
+        except ValueError:
+            break
+        end = idx + 2 + size
+        if size <= 0 or end + 2 > n or data[end : end + 2] != b"\r\n":
+            break
+        parts.append(data[idx + 2 : end])
+        pos = end + 2
+    return parts, pos

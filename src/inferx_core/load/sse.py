@@ -11,16 +11,29 @@ Two layers:
   sent inside a 200 stream.
 
 Both run inside the client's ``data_received`` callback, once per network
-read, so they are written for low per-event cost: one ``json.loads`` per
-event and plain dict lookups.
+read, so they are written for low per-event cost: a read made only of whole
+``data:`` events is split in one step, and each event's JSON is decoded by
+the fastest decoder installed (:mod:`inferx_core.load.chunks`: msgspec or
+the standard library; identical records with each).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from inferx_core.load.chunks import (
+    BACKENDS,
+    DEFAULT_BACKEND,
+    ChunkInfo,
+    classify_chunk,
+    classify_payload,
+    error_message,
+    is_content,
+    parse_json,
+    reply_text,
+    struct_is_content,
+    struct_reply_text,
+)
 from inferx_core.load.records import RequestRecord
 
 __all__ = [
@@ -33,23 +46,38 @@ __all__ = [
     "StreamDecoder",
     "classify_chunk",
     "classify_payload",
+    "json_backend",
+    "use_json_backend",
 ]
 
-_loads = json.loads
-# The C scanner behind json.loads without its wrapper (type checks, BOM and
-# trailing-whitespace handling): about half the cost per small chunk.
-_scan_once = json.JSONDecoder().scan_once
+_parse_json = parse_json
+
+# The chunk JSON decoder StreamDecoder uses (see use_json_backend).
+_backend = DEFAULT_BACKEND
+_typed, _decode = BACKENDS[DEFAULT_BACKEND]
 
 
-def _parse_json(data: str) -> Any:
-    """json.loads, faster for the common case; raises ValueError when invalid."""
-    try:
-        obj, end = _scan_once(data, 0)
-    except StopIteration:
-        return _loads(data)  # leading whitespace or invalid: let json.loads decide
-    if end != len(data) and data[end:].strip():
-        raise ValueError(f"extra data after JSON at {end}")
-    return obj
+def json_backend() -> str:
+    """The name of the JSON decoder the stream decoder uses now."""
+    return _backend
+
+
+def use_json_backend(name: str | None = None) -> str:
+    """Decode stream chunks with ``name`` (None: the default); returns the previous name.
+
+    Names are the keys of :data:`inferx_core.load.chunks.BACKENDS` (those
+    installed here): ``msgspec``, ``json``.
+    """
+    global _backend, _typed, _decode
+    name = name or DEFAULT_BACKEND
+    if name not in BACKENDS:
+        raise ValueError(
+            f"JSON decoder {name!r} is not installed here (have: {', '.join(BACKENDS)})"
+        )
+    previous = _backend
+    _backend = name
+    _typed, _decode = BACKENDS[name]
+    return previous
 
 
 class SSEEvent(NamedTuple):
@@ -147,6 +175,28 @@ class SSEParser:
             out.append(SSEEvent(part[6:].decode("utf-8", "replace")))
         return out
 
+    def whole_data_events(self, chunk: bytes) -> list[bytes] | None:
+        """The undecoded data of each event in ``chunk``, when it holds only whole
+        single-line ``data: ...`` events and nothing is pending; else None (then
+        :meth:`feed` it). The hot path of the stream decoder."""
+        if (
+            chunk[-2:] != b"\n\n"
+            or self._tail
+            or self._data
+            or self._event
+            or self._skip_lf
+            or b"\r" in chunk
+        ):
+            return None
+        out: list[bytes] = []
+        for part in chunk[:-2].split(b"\n\n"):
+            if part[:6] != b"data: " or b"\n" in part:
+                if part:
+                    return None
+                continue  # extra blank lines dispatch nothing
+            out.append(part[6:])
+        return out
+
     def close(self) -> list[SSEEvent]:
         """End of stream: dispatch an event whose final blank line is missing.
 
@@ -167,105 +217,6 @@ class SSEParser:
         self._data = []
         self._event = b""
         return SSEEvent(text, event)
-
-
-@dataclass(slots=True)
-class ChunkInfo:
-    """What one stream chunk means for the metrics."""
-
-    content: bool = False  # carries generated output (counts for TTFT/ITL)
-    done: bool = False  # the ``[DONE]`` sentinel
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    error: str | None = None  # an error payload inside the stream
-    malformed: bool = False
-
-
-def _error_message(obj: dict[str, Any]) -> str:
-    err = obj.get("error")
-    if isinstance(err, dict):
-        msg = err.get("message") or err.get("msg") or json.dumps(err)[:300]
-        code = err.get("code") or err.get("type")
-        return f"{msg} ({code})" if code else str(msg)
-    if err is not None:
-        return str(err)[:300]
-    return str(obj.get("message") or json.dumps(obj)[:300])
-
-
-def _is_error(obj: dict[str, Any]) -> bool:
-    return obj.get("error") is not None or obj.get("object") == "error"
-
-
-def _first_choice(obj: dict[str, Any]) -> dict[str, Any] | None:
-    choices = obj.get("choices")
-    if choices and type(choices) is list and type(choices[0]) is dict:
-        return choices[0]
-    return None
-
-
-def _is_content(c0: dict[str, Any]) -> bool:
-    """Generated output in a choice: completions ``text``; chat ``delta`` with
-    ``content``, ``reasoning_content``, ``reasoning`` or ``tool_calls``."""
-    if c0.get("text"):
-        return True
-    delta = c0.get("delta")
-    return (
-        type(delta) is dict
-        and bool(delta)
-        and bool(
-            delta.get("content")
-            or delta.get("reasoning_content")
-            or delta.get("reasoning")
-            or delta.get("tool_calls")
-        )
-    )
-
-
-def _reply_text(c0: dict[str, Any]) -> str:
-    """The generated text of a content choice (completions ``text``, chat ``delta.content``)."""
-    text = c0.get("text")
-    if text is None:
-        delta = c0.get("delta")
-        text = delta.get("content") if type(delta) is dict else None
-    return text if type(text) is str else ""
-
-
-def _usage(obj: dict[str, Any]) -> dict[str, Any] | None:
-    usage = obj.get("usage")
-    return usage if usage and type(usage) is dict else None
-
-
-def classify_payload(obj: Any) -> ChunkInfo:
-    """Classify one decoded JSON chunk of a completions or chat stream.
-
-    Content: see ``_is_content`` (role-only and usage-only chunks are not).
-    """
-    if type(obj) is not dict:
-        return ChunkInfo(malformed=True)
-    if _is_error(obj):
-        return ChunkInfo(error=_error_message(obj))
-    info = ChunkInfo()
-    c0 = _first_choice(obj)
-    if c0 is not None:
-        info.content = _is_content(c0)
-        info.finish_reason = c0.get("finish_reason")
-    usage = _usage(obj)
-    if usage is not None:
-        info.completion_tokens = usage.get("completion_tokens")
-        info.prompt_tokens = usage.get("prompt_tokens")
-    return info
-
-
-def classify_chunk(data: str) -> ChunkInfo:
-    """Classify the data of one SSE event (``[DONE]`` included)."""
-    if data == "[DONE]":
-        return ChunkInfo(done=True)
-    try:
-        obj = _parse_json(data)
-    except ValueError:
-        return ChunkInfo(malformed=True)
-    return classify_payload(obj)
 
 
 def _record_usage(rec: RequestRecord, usage: dict[str, Any], completion_tokens: Any) -> None:
@@ -307,6 +258,9 @@ class StreamDecoder:
         """Consume body bytes that arrived at ``t_ns``; return CONTINUE/DONE/FAILED."""
         if self.done or self.failed:
             return FAILED if self.failed else DONE
+        payloads = self.parser.whole_data_events(data)
+        if payloads is not None:  # the hot path
+            return self._on_structs(payloads, t_ns) if _typed else self._on_dicts(payloads, t_ns)
         for ev in self.parser.feed(data):
             status = self._on_event(ev.data, t_ns)
             if status:
@@ -343,6 +297,7 @@ class StreamDecoder:
             rec.error_kind = "truncated"
 
     def _on_event(self, data: str, t_ns: int) -> int:
+        """One event by the standard library's rules (the reference for the fast paths)."""
         self._events += 1
         if data == "[DONE]":
             self.done = True
@@ -351,21 +306,43 @@ class StreamDecoder:
             obj = _parse_json(data)
         except ValueError:
             return self._fail("malformed", f"invalid JSON in stream: {data[:200]!r}")
-        # The same rules as classify_payload, without building a ChunkInfo
-        # (this runs once per streamed chunk).
         if type(obj) is not dict:
             return self._fail("malformed", f"stream chunk is not a JSON object: {data[:200]!r}")
-        if _is_error(obj):
-            return self._fail("stream_error", f"error in stream: {_error_message(obj)}")
+        return self._on_object(obj, t_ns)
+
+    def _on_dicts(self, payloads: list[bytes], t_ns: int) -> int:
+        """Events decoded into dicts (json); what that refuses goes to ``_on_event``."""
+        decode = _decode
+        for raw in payloads:
+            try:
+                obj = decode(raw)
+            except (ValueError, RecursionError):
+                obj = None
+            if type(obj) is dict:
+                self._events += 1
+                status = self._on_object(obj, t_ns)
+            else:  # [DONE], or not a JSON object
+                status = self._on_event(raw.decode("utf-8", "replace"), t_ns)
+            if status:
+                return status
+        return CONTINUE
+
+    def _on_object(self, obj: dict[str, Any], t_ns: int) -> int:
+        # The same rules as classify_payload, inlined (this runs once per streamed chunk).
+        if obj.get("error") is not None or obj.get("object") == "error":
+            return self._fail("stream_error", f"error in stream: {error_message(obj)}")
         rec = self.record
-        usage = _usage(obj)
-        ct = usage.get("completion_tokens") if usage is not None else None
-        c0 = _first_choice(obj)
-        if c0 is not None:
-            if _is_content(c0):
-                self._on_content(obj, ct, t_ns)
+        usage = obj.get("usage")
+        if usage and type(usage) is dict:
+            ct = usage.get("completion_tokens")
+        else:
+            usage = ct = None
+        choices = obj.get("choices")
+        if choices and type(choices) is list and type(c0 := choices[0]) is dict:
+            if c0.get("text") or is_content(c0):
+                self._on_content(obj.get("x_sent_ns"), ct, t_ns)
                 if rec.reply_parts is not None:  # only multi-turn sessions ask for the text
-                    rec.reply_parts.append(_reply_text(c0))
+                    rec.reply_parts.append(reply_text(c0))
             finish = c0.get("finish_reason")
             if finish:
                 rec.finish_reason = finish
@@ -373,11 +350,46 @@ class StreamDecoder:
             _record_usage(rec, usage, ct)
         return CONTINUE
 
-    def _on_content(self, obj: dict[str, Any], ct: Any, t_ns: int) -> None:
+    def _on_structs(self, payloads: list[bytes], t_ns: int) -> int:
+        """Events decoded into msgspec structs: ``_on_object``'s rules on their fields.
+
+        A chunk the structs refuse (invalid, an unexpected field type) or an
+        error payload goes to ``_on_event``, which decides and words the error.
+        """
+        decode = _decode
+        rec = self.record
+        for raw in payloads:
+            try:
+                obj = decode(raw)
+            except (ValueError, RecursionError):
+                obj = None
+            if obj is None or obj.error is not None or obj.object == "error":
+                status = self._on_event(raw.decode("utf-8", "replace"), t_ns)
+                if status:
+                    return status
+                continue
+            self._events += 1
+            usage = obj.usage
+            if usage and type(usage) is dict:
+                ct = usage.get("completion_tokens")
+            else:
+                usage = ct = None
+            if choices := obj.choices:
+                c0 = choices[0]
+                if c0.text or struct_is_content(c0.delta):
+                    self._on_content(obj.x_sent_ns, ct, t_ns)
+                    if rec.reply_parts is not None:
+                        rec.reply_parts.append(struct_reply_text(c0))
+                if finish := c0.finish_reason:
+                    rec.finish_reason = finish
+            if usage is not None:
+                _record_usage(rec, usage, ct)
+        return CONTINUE
+
+    def _on_content(self, sent: Any, ct: Any, t_ns: int) -> None:
         rec = self.record
         rec.chunk_ns.append(t_ns)
-        sent = obj.get("x_sent_ns")  # a server that stamps its writes (the scripted server)
-        if type(sent) is int:
+        if type(sent) is int:  # a server that stamps its writes (x_sent_ns: the scripted server)
             if rec.server_sent_ns is None:
                 rec.server_sent_ns = []
             rec.server_sent_ns.append(sent)

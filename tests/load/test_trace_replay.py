@@ -204,10 +204,30 @@ def test_an_inferx_session_trace_replays_its_sessions_at_their_starts(
     assert late is not None and late.requests >= 3
 
 
-def test_an_untimed_session_trace_cannot_be_replayed(tmp_path: Path) -> None:
+def test_an_untimed_session_trace_runs_at_the_loads_level(
+    server: ServerProcess, tmp_path: Path
+) -> None:
     trace = tmp_path / "s.jsonl"
-    trace.write_text(json.dumps({"turns": [{"input_tokens": 4, "output_tokens": 2}]}) + "\n")
-    workload = Workload(trace=trace, trace_format="inferx")
+    rows = [
+        {
+            "turns": [
+                {"input_tokens": 4, "output_tokens": 2},
+                {"think_time_s": 0.2, "input_tokens": 3, "output_tokens": 2},
+            ]
+        }
+    ] * 5
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))  # fmt: skip
+    workload = Workload(trace=trace, trace_format="inferx", trace_speedup=4)
+    load = LoadProfile(concurrency=[2], num_prompts=3)
+    assert load_points(load, workload) == [LoadPoint(concurrency=2)]
+    config = BenchConfig(base_url=server.base_url, workload=workload, load=load,
+                         output_dir=None, telemetry=False)  # fmt: skip
+    [outcome] = run_bench(config, progress=False)
+    assert outcome.point_id == "test-model-completions-trace-s-x4-c2"
+    assert outcome.result.load.completed == 6  # type: ignore[union-attr]  # 3 sessions x 2
+    with pytest.raises(ValueError, match="times no session"):
+        BenchConfig(base_url="http://h:1", workload={"trace": trace, "trace_format": "inferx",
+                                                    "trace_window": "0:5"})  # fmt: skip
     with pytest.raises(ValueError, match="no session has turns"):
         counter = CounterResolution(EstimateCounter(), ())
         build_requests(

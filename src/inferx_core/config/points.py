@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inferx_core.config.models import LoadProfile, RunConfig, Workload
+from inferx_core.config.trace_checks import untimed_session_trace
 
 __all__ = ["LoadPoint", "load_points", "point_id_for", "point_ids", "server_id", "slug"]
 
@@ -40,7 +41,7 @@ class LoadPoint:
 
 
 def load_points(load: LoadProfile, workload: Workload | None = None) -> list[LoadPoint]:
-    if workload is not None and workload.kind == "trace":
+    if workload is not None and workload.kind == "trace" and not untimed_session_trace(workload):
         return [LoadPoint(trace=True, max_concurrency=load.max_concurrency)]
     if load.stages:
         return [LoadPoint(stages=len(load.stages), max_concurrency=load.max_concurrency)]

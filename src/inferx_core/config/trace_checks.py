@@ -6,10 +6,16 @@ the models duck-typed (this module is imported by them).
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
-__all__ = ["check_trace_load", "check_trace_workload", "parse_trace_window"]
+__all__ = [
+    "check_trace_load",
+    "check_trace_workload",
+    "parse_trace_window",
+    "untimed_session_trace",
+]
 
 
 def parse_trace_window(text: str) -> tuple[float, float | None]:
@@ -51,9 +57,31 @@ def check_trace_workload(workload: Any) -> None:
             raise ValueError(f"trace_window end ({end}) must be after its start ({start})")
 
 
+def untimed_session_trace(workload: Any) -> bool:
+    """True for an InferX session trace whose first session has no ``timestamp_s``: it has
+    no times to replay, so the load's closed or open loop dispatches its sessions. Only
+    the first line is read (the reader refuses a trace that times some sessions only)."""
+    if workload.kind != "trace" or workload.trace_format != "inferx" or workload.trace is None:
+        return False
+    try:
+        with open(workload.trace, encoding="utf-8") as lines:
+            first = next((line for line in lines if line.strip()), "")
+        turns = json.loads(first).get("turns") if first else None
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return False  # the reader says what is wrong with the file
+    if not isinstance(turns, list) or not turns or not isinstance(turns[0], dict):
+        return False
+    return turns[0].get("timestamp_s") is None
+
+
 def check_trace_load(workload: Any, load: Any) -> None:
-    """A trace sets the arrival times: a rate, ramp or concurrency level beside it is refused."""
+    """A trace sets the arrival times: a rate, ramp or concurrency level beside it is refused
+    (an untimed session trace takes the load's levels instead)."""
     if workload.kind != "trace":
+        return
+    if untimed_session_trace(workload):
+        if workload.trace_window is not None:
+            raise ValueError(f"trace_window: {workload.trace} times no session; remove it")
         return
     given = [
         name

@@ -242,12 +242,16 @@ def select_sessions(
     speedup: float = 1.0,
     window: tuple[float, float | None] | None = None,
     limit: int | None = None,
+    untimed: bool = False,
 ) -> list[SessionSpec]:
     """A timed session trace's sessions starting in ``window`` (seconds after the earliest
     start), the first ``limit``; every timestamp ``t`` becomes ``(t - t0 - start) / speedup``
-    and every think time is divided by ``speedup``."""
+    and every think time is divided by ``speedup``. ``untimed``: the first ``limit``
+    sessions in file order, think times divided by ``speedup``."""
     if not speedup > 0 or not math.isfinite(speedup):
         raise ValueError(f"trace speedup must be a finite number > 0, got {speedup}")
+    if untimed:
+        return [_scaled(s, 0.0, speedup) for s in specs[:limit]]
     starts = [s.start_s for s in specs if s.start_s is not None]
     if not starts:
         return []
@@ -258,19 +262,23 @@ def select_sessions(
         offset_ns = round(((spec.start_s or 0.0) - t0) * 1e9)  # 10.2 - 10.0 is 0.1999...
         if offset_ns < round(start * 1e9) or (end is not None and offset_ns >= round(end * 1e9)):
             continue
-        turns = tuple(
-            replace(
-                t,
-                timestamp_s=None if t.timestamp_s is None
-                else (t.timestamp_s - t0 - start) / speedup,
-                think_time_s=None if t.think_time_s is None else t.think_time_s / speedup,
-            )
-            for t in spec.turns
-        )  # fmt: skip
-        chosen.append(replace(spec, turns=turns))
+        chosen.append(_scaled(spec, t0 + start, speedup))
         if limit is not None and len(chosen) >= limit:
             break
     return chosen
+
+
+def _scaled(spec: SessionSpec, origin: float, speedup: float) -> SessionSpec:
+    """``spec`` with timestamps counted from ``origin`` and every time divided by speedup."""
+    turns = tuple(
+        replace(
+            t,
+            timestamp_s=None if t.timestamp_s is None else (t.timestamp_s - origin) / speedup,
+            think_time_s=None if t.think_time_s is None else t.think_time_s / speedup,
+        )
+        for t in spec.turns
+    )
+    return replace(spec, turns=turns)
 
 
 def select_requests(

@@ -199,7 +199,7 @@ def build_requests(
     counter: CounterResolution,
 ) -> Requests:
     if workload.kind == "trace" and workload.trace_format == "inferx":
-        return _session_trace_build(target, workload, load, counter)
+        return _session_trace_build(target, point, workload, load, counter)
     if workload.kind == "trace":
         return _trace_build(target, workload, load, counter)
     n_measured = prompts_for(point, load)
@@ -337,25 +337,29 @@ def _trace_build(
 
 
 def _session_trace_build(
-    target: BenchTarget, workload: Workload, load: LoadProfile, counter: CounterResolution
+    target: BenchTarget,
+    point: LoadPoint,
+    workload: Workload,
+    load: LoadProfile,
+    counter: CounterResolution,
 ) -> Requests:
-    """An InferX session trace: its sessions start at their (windowed, sped up) times and
-    each turn follows its timestamp or think time."""
+    """An InferX session trace. Timed: sessions start at their (windowed, sped-up) times
+    and each turn follows its timestamp or think time. Untimed: the point's closed or
+    open loop dispatches the sessions (think times divided by the speedup)."""
     assert workload.trace is not None
     specs = read_session_trace(workload.trace)
-    if specs[0].start_s is None:
+    if point.trace and specs[0].start_s is None:
         raise TraceError(
             f"{workload.trace}: no session has turns[0].timestamp_s, so there are no times to "
-            "replay; time the sessions' starts, or run it at a load level"
+            "replay; time the sessions' starts, or give load.concurrency or load.request_rate"
         )
     chosen = select_sessions(
         specs, speedup=workload.trace_speedup, window=workload.trace_window,
-        limit=load.num_prompts,
+        limit=load.num_prompts, untimed=not point.trace,
     )  # fmt: skip
     if not chosen:
-        raise TraceError(
-            f"{workload.trace}: no session starts in the window {workload.trace_window}"
-        )
+        window = workload.trace_window
+        raise TraceError(f"{workload.trace}: no session starts in the window {window}")
     sessions, built = build_trace_sessions(
         chosen, counter.counter, workload.seed, api=workload.api, model=target.model,
         ignore_eos=workload.ignore_eos, continuous_usage=target.continuous_usage,

@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.inferx-installed
-DISTS := -e '.[parquet,postgres]' -e plugins/inferx_vllm -e plugins/inferx_sglang \
+DISTS := -e '.[parquet,postgres,fast]' -e plugins/inferx_vllm -e plugins/inferx_sglang \
          -e plugins/inferx_trtllm -e plugins/inferx_rocm -e plugins/inferx_lmeval \
          -e examples/inferx_example_plugin
 PYPROJECTS := pyproject.toml $(wildcard plugins/*/pyproject.toml) \

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from inferx_core.load.client import ConnectionPool
 from inferx_core.load.records import RequestRecord
 from inferx_core.load.scheduler import LoadConfig, LoadScheduler, PreparedRequest, ScheduleResult
+from inferx_core.load.sessions import Session, Turn
 from inferx_core.load.stages import Stage
 from inferx_core.metrics.dimensions import stage_stats
 from inferx_core.testing import ServerProcess
@@ -112,3 +114,29 @@ def test_stages_stop_when_the_requests_run_out(
 def test_stage_validation(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Stage(**kwargs)
+
+
+def test_stop_ends_a_staged_run_at_once(server: ServerProcess, make_request: MakeRequest) -> None:
+    async def go() -> tuple[ScheduleResult, float]:
+        async with ConnectionPool(server.base_url) as pool:
+            config = LoadConfig(stages=(Stage(30.0, concurrency=2),))
+            scheduler = LoadScheduler(pool, endless(make_request, ttft_ms=50), config)
+            asyncio.get_running_loop().call_later(0.5, scheduler.stop)
+            t0 = time.monotonic()
+            res = await scheduler.run()
+            return res, time.monotonic() - t0
+
+    res, took = asyncio.run(go())
+    assert took < 5 and res.records and all(r.end_ns for r in res.records)
+
+
+def test_sessions_run_whole_within_stages(server: ServerProcess) -> None:
+    units = [
+        Session(s, [Turn(f"u{s} {k}", 2, 2) for k in range(3)], "completions", "test-model",
+                first_request_id=3 * s)
+        for s in range(3)
+    ]  # fmt: skip
+    res = run(server.base_url, units, LoadConfig(stages=(Stage(5.0, concurrency=2),)))
+    # the pool ran out in the stage, yet every session sent all its turns
+    assert len(res.records) == 9 and all(r.ok for r in res.records)
+    assert {r.stage for r in res.records} == {0}

@@ -155,7 +155,7 @@ class LoadScheduler(StagedDispatch, SessionDispatch):
         for sleeper in self._sleepers:
             _wake_up(sleeper)
         if self._slots is not None:
-            self._slots.wake()
+            self._slots.close()
         if cancel_in_flight:
             self.result.cancelled = True
             for task in self._in_flight:

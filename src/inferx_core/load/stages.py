@@ -58,12 +58,13 @@ class Slots:
     def __init__(self, capacity: float = math.inf) -> None:
         self.capacity = capacity
         self.in_use = 0
+        self.closed = False  # the load stopped: no slot is given any more
         self._waiter: asyncio.Future[None] | None = None
 
     async def acquire(self, deadline_ns: int) -> bool:
-        """Take a slot; False when none came free before ``deadline_ns``."""
+        """Take a slot; False when none came free before ``deadline_ns`` (or it closed)."""
         loop = asyncio.get_running_loop()
-        while self.in_use >= self.capacity:
+        while self.in_use >= self.capacity and not self.closed:
             left = (deadline_ns - perf_counter_ns()) / 1e9
             if left <= 0:
                 return False
@@ -75,6 +76,8 @@ class Slots:
             finally:
                 handle.cancel()
                 self._waiter = None
+        if self.closed:
+            return False
         self.in_use += 1
         return True
 
@@ -84,6 +87,10 @@ class Slots:
 
     def resize(self, capacity: float) -> None:
         self.capacity = capacity
+        self.wake()
+
+    def close(self) -> None:
+        self.closed = True
         self.wake()
 
     def wake(self) -> None:
@@ -107,6 +114,7 @@ class StagedDispatch:
     _deadline_ns: int | None
     _stage: int | None
     _slots: Slots | None
+    _exhausted: bool
     _dispatch: Any
     _sleep: Any
 
@@ -116,8 +124,9 @@ class StagedDispatch:
         slots = self._slots = Slots()
         tasks: set[asyncio.Task[None]] = set()
         pending: Any = None
+        self._exhausted = False
         for i, stage in enumerate(stages):
-            if self._stopping:
+            if self._stopping or self._exhausted:
                 break
             start = perf_counter_ns()
             end = start + int(stage.duration_s * 1e9)
@@ -127,9 +136,10 @@ class StagedDispatch:
             slots.resize(stage.concurrency or self.config.max_concurrency or math.inf)
             pending = await self._stage_dispatch(i, stage, end, pending, slots, tasks, out)
             self.result.stage_windows.append(StageWindow(i, start, perf_counter_ns(), stage))
-        if not self._stopping and (pending is not None or next(self._requests, None) is not None):
+        if not (self._stopping or self._exhausted) and (
+            pending is not None or next(self._requests, None) is not None
+        ):
             self.result.stopped_by_duration = True
-        self._stopping = True
         try:
             if tasks:
                 await asyncio.gather(*tasks)
@@ -159,7 +169,9 @@ class StagedDispatch:
         while not self._stopping:
             pending = next(self._requests, None) if pending is None else pending
             if pending is None:
-                self._stopping = True  # nothing left to send: the later stages have no load
+                # nothing left to send: the later stages have no load (sessions in
+                # flight still send their turns)
+                self._exhausted = True
                 break
             due_ns = None
             if gaps is not None:

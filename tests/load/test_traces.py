@@ -243,3 +243,21 @@ def test_session_trace_times_and_think_times_follow_window_and_speedup() -> None
         pytest.approx([0.65, None, 5.65]),
     ]
     assert {s.turns[1].think_time_s for s in chosen} == {1.5}
+
+
+EXAMPLES = Path(__file__).parents[2] / "examples" / "workloads"
+
+
+def test_the_example_traces_and_config_are_valid() -> None:
+    from inferx_core.config.loader import load_config
+    from inferx_core.config.models import BenchConfig
+
+    mooncake = read_trace(EXAMPLES / "mooncake-small.jsonl", "mooncake")
+    assert len(mooncake) == 16
+    assert all(len(r.hash_ids or ()) == -(-r.input_tokens // 512) for r in mooncake)
+    assert all(r.hash_ids[:2] == (0, 1) for r in mooncake)  # type: ignore[index]
+    azure = read_trace(EXAMPLES / "azure-small.csv", "azure")
+    assert len(azure) == 16 and all(r.hash_ids is None for r in azure)
+    config = load_config(EXAMPLES / "trace.yaml")
+    assert isinstance(config, BenchConfig) and config.workload.kind == "trace"
+    assert config.workload.trace_window == (0.0, 4.0)

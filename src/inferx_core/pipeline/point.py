@@ -194,7 +194,8 @@ def _write_point(
 def _load_config(
     point: LoadPoint, load: LoadProfile, workload: Workload, requests: Requests
 ) -> LoadConfig:
-    n_requests = requests.n_measured
+    # the ramp counts arrivals: a multi-turn session arrives once for its turns
+    n_requests = requests.n_measured // (workload.turns if workload.kind == "multi-turn" else 1)
     rate = point.request_rate or math.inf
     if point.trace:  # arrivals are the requests' at_s; a finite rate keeps a capped loop open
         rate = requests.trace_rate or 1.0

@@ -167,3 +167,20 @@ def test_report_shows_turns_and_stages() -> None:
         "turn 1: 4/4 ok, prompt 36 tok, TTFT p50 12.5 p99 20.0 ms, E2EL p50 50.0 p99 61.0 ms",
         "stage 0 (rate 15/s, 1.2 s): sent 15.00/s, completed 14.20/s, TTFT p50 - ms",
     ]
+
+
+def test_open_loop_sessions_arrive_at_the_rate(server: ServerProcess, tmp_path: Path) -> None:
+    config = BenchConfig(
+        base_url=server.base_url,
+        workload=Workload(kind="multi-turn", turns=2, turn_isl=8, turn_osl=2),
+        load=LoadProfile(request_rate=[20], num_prompts=6, warmup=0),
+        output_dir=None,
+        telemetry=False,
+    )
+    [outcome] = run_bench(config, progress=False)
+    load = outcome.result.load
+    assert load.completed == 12 and [t.completed for t in load.turns] == [6, 6]
+    checks = {c.name: c for c in outcome.result.validity.checks}
+    assert "achieved_rate" in checks  # of session arrivals (turn 0), not of all turns
+    firsts = sorted(r.send_ns for r in outcome.records if r.turn == 0)
+    assert (len(firsts) - 1) / ((firsts[-1] - firsts[0]) / 1e9) < 60  # sessions, not turns

@@ -262,8 +262,16 @@ def _fit_dataset(
         keep = keep[:n]
     skipped = considered - len(keep)
     kept = keep_prompts(built, keep)
-    # the builder's overflow note counted the prompts now skipped
-    kept.notes = [n for n in kept.notes if "exceed the server's max_model_len" not in n]
+    # the builder's overflow and repeat notes counted the prompts it built, not those kept
+    kept.notes = [
+        n
+        for n in kept.notes
+        if "exceed the server's max_model_len" not in n and not n.startswith("dataset has ")
+    ]
+    if keep and keep[-1] >= records:
+        kept.notes.append(f"dataset has {records} records for {len(keep)} prompts over "
+                          f"{considered} tried: records repeat (repeated prompts can hit the "
+                          "prefix cache)")  # fmt: skip
     if skipped:
         kept.notes.append(
             f"dataset: skipped {skipped} of {considered} prompts over the context "

@@ -233,3 +233,23 @@ def test_an_untimed_session_trace_runs_at_the_loads_level(
         build_requests(
             BenchTarget("http://h:1", "m"), LoadPoint(trace=True), workload, LoadProfile(), counter
         )
+
+
+def test_a_capped_replay_waits_for_a_slot_and_counts_the_wait_as_lateness(
+    tokenizer_file: Path, tmp_path: Path
+) -> None:
+    trace = _mooncake(tmp_path / "burst.jsonl", [(0, 40, 4, [k]) for k in range(6)])  # at once
+    with ServerProcess(ttft_ms=30) as slow:
+        config = BenchConfig(
+            base_url=slow.base_url,
+            workload=Workload(trace=trace, trace_format="mooncake", tokenizer=tokenizer_file),
+            load=LoadProfile(max_concurrency=2),
+            output_dir=None,
+            telemetry=False,
+        )
+        [outcome] = run_bench(config, progress=False)
+    assert outcome.point_id == "test-model-completions-trace-burst-replay-cap2"
+    result = outcome.result
+    assert result.identity.max_concurrency == 2 and result.load.completed == 6  # type: ignore[union-attr]
+    late = result.latency.dispatch_lateness_ms  # type: ignore[union-attr]
+    assert late is not None and late.max >= 50  # the last pair waited for two rounds of 30 ms

@@ -144,6 +144,9 @@ _event = st.one_of(
     _payload.map(lambda p: b"data: " + p + b"\n\n"),
     st.just(b": ping\n\n"),
     _payload.map(lambda p: b"data:" + p + b"\r\n\r\n"),  # the parser's general path
+    _payload.map(lambda p: b"data:" + p + b"\n\n"),
+    st.just(b"\n"),  # an extra blank line
+    st.just(b"data: a\ndata: b\n\n"),  # two data lines
 )
 
 
@@ -201,37 +204,37 @@ class _Transport:
         return False
 
 
-def _content(i: int, last: bool) -> bytes:
+def _content(i: int, last: bool, eol: bytes) -> bytes:
     obj: dict[str, Any] = {"choices": [{"index": 0, "text": f"t{i} ", "finish_reason": None}]}
     if last:
         obj["choices"][0]["finish_reason"] = "length"
         obj["usage"] = {"prompt_tokens": 3, "completion_tokens": i + 1}
-    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+    return b"data: " + json.dumps(obj).encode() + eol + eol
 
 
 @st.composite
 def chunked_replies(draw: st.DrawFn) -> tuple[bytes, list[int], list[int]]:
-    """Wire bytes, the wire offset where each content event ends, and read cuts."""
+    """Wire bytes, the wire offset of the byte that completes each content event, read cuts."""
     n = draw(st.integers(1, 6))
-    body = b"".join(_content(i, i == n - 1) for i in range(n)) + b"data: [DONE]\n\n"
-    ends, pos = [], 0
-    for i in range(n):
-        pos += len(_content(i, i == n - 1))
-        ends.append(pos)  # body offset just past the event
+    # LF or CRLF line ends (CRLF puts CRLFs inside chunk data, which the framing must not trust).
+    eols = draw(st.lists(st.sampled_from([b"\n", b"\r\n"]), min_size=n, max_size=n))
+    events = [_content(i, i == n - 1, eols[i]) for i in range(n)]
+    body = b"".join(events) + b"data: [DONE]\n\n"
+    done_at, pos = [], 0
+    for event, eol in zip(events, eols, strict=True):
+        pos += len(event)
+        done_at.append(pos - len(eol))  # the blank line's first byte (a CR ends a line at once)
     cuts = sorted(set(draw(st.lists(st.integers(1, len(body) - 1), max_size=6))))
-    head = (
-        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-    )
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+    head += b"transfer-encoding: chunked\r\n\r\n"
     wire, body_at = bytearray(head), []
     for a, b in pairwise([0, *cuts, len(body)]):  # one HTTP chunk per piece of the body
         wire += b"%x\r\n" % (b - a)
         body_at.append((a, len(wire)))
         wire += body[a:b] + b"\r\n"
     wire += b"0\r\n\r\n"
-    # An event is complete in the read that holds its last body byte.
-    event_wire_end = [
-        next(w + (e - 1 - a) for a, w in reversed(body_at) if a <= e - 1) for e in ends
-    ]
+    # An event is complete in the read that holds its completing body byte.
+    event_wire_end = [next(w + (e - a) for a, w in reversed(body_at) if a <= e) for e in done_at]
     read_cuts = sorted(set(draw(st.lists(st.integers(1, len(wire) - 1), max_size=8))))
     return bytes(wire), event_wire_end, read_cuts
 
@@ -256,6 +259,14 @@ def test_any_framing_and_split_stamps_each_event_in_the_read_that_completes_it(
     assert rec.error is None
     assert rec.chunk_ns == expected
     assert rec.finish_reason == "length" and rec.usage_output_tokens == len(event_ends)
+
+
+def test_chunk_data_holding_crlfs_is_framed_by_its_size_not_by_the_crlfs() -> None:
+    # Split at CRLF, "7 | a | b | c" would pair size 7 with "a" and "b" with "c".
+    assert connection._whole_chunks(b"7\r\na\r\nb\r\nc\r\n") == ([b"a\r\nb\r\nc"], 12)
+    assert connection._whole_chunks(b"1\r\na\r\n2\r\nbc\r\n") == ([b"a", b"bc"], 13)
+    assert connection._whole_chunks(b"1\r\na\r\n0\r\n\r\n") == ([b"a"], 6)  # stops at the end
+    assert connection._whole_chunks(b"1\r\na\r\n5\r\nab") == ([b"a"], 6)  # partial chunk
 
 
 async def _feed_connection(reads: list[bytes], tick: list[int]) -> RequestRecord:

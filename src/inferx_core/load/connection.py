@@ -343,9 +343,18 @@ class Connection(asyncio.BufferedProtocol):
             data = self._buf + data
             self._buf = b""
         elif self._chunk_rem == 0:
-            # Fast path: whole chunks (one SSE event each is what streaming
-            # servers send; a read holds several when the client fell behind):
-            # their data goes to the body sink in one call.
+            # Fast paths: whole chunks (one SSE event each is what streaming
+            # servers send, one per read unless the client fell behind): their
+            # data goes to the body sink in one call.
+            idx = data.find(b"\r\n", 0, 10)
+            if idx > 0:
+                try:
+                    size = int(data[:idx], 16)
+                except ValueError:
+                    size = -1
+                if size > 0 and idx + size + 4 == len(data) and data[-2:] == b"\r\n":
+                    self._body(data[idx + 2 : -2], t)  # exactly one chunk
+                    return
             parts, pos = _whole_chunks(data)
             if parts:
                 self._body(parts[0] if len(parts) == 1 else b"".join(parts), t)
@@ -471,7 +480,10 @@ def _whole_chunks(data: bytes) -> tuple[list[bytes], int]:
     Stops at anything else (a partial chunk, the last chunk, a size line with
     extensions or too long), which the framing walk then handles.
     """
-    parts: list[bytes] = []
+    parts = _split_chunks(data)
+    if parts is not None:
+        return parts, len(data)
+    parts = []
     pos = 0
     n = len(data)
     find = data.find
@@ -489,3 +501,24 @@ def _whole_chunks(data: bytes) -> tuple[list[bytes], int]:
         parts.append(data[idx + 2 : end])
         pos = end + 2
     return parts, pos
+
+
+def _split_chunks(data: bytes) -> list[bytes] | None:
+    """The chunks' data when ``data`` is only whole non-empty chunks, found in one split.
+
+    ``size CRLF data CRLF`` repeated: split at CRLF, the pieces alternate
+    size and data. Exact whenever every size matches the length of the piece
+    after it: by induction each piece then starts where the framing says its
+    chunk does (a CRLF inside chunk data breaks a match and returns None).
+    """
+    pieces = data.split(b"\r\n")
+    if not len(pieces) & 1 or pieces[-1]:
+        return None
+    parts = pieces[1:-1:2]
+    try:
+        sizes = [int(size, 16) for size in pieces[0:-1:2]]
+    except ValueError:
+        return None
+    if sizes != list(map(len, parts)) or not all(parts):
+        return None
+    return parts

@@ -180,7 +180,8 @@ class SSEParser:
         single-line ``data: ...`` events and nothing is pending; else None (then
         :meth:`feed` it). The hot path of the stream decoder."""
         if (
-            chunk[-2:] != b"\n\n"
+            chunk[:6] != b"data: "
+            or chunk[-2:] != b"\n\n"
             or self._tail
             or self._data
             or self._event
@@ -188,14 +189,10 @@ class SSEParser:
             or b"\r" in chunk
         ):
             return None
-        out: list[bytes] = []
-        for part in chunk[:-2].split(b"\n\n"):
-            if part[:6] != b"data: " or b"\n" in part:
-                if part:
-                    return None
-                continue  # extra blank lines dispatch nothing
-            out.append(part[6:])
-        return out
+        out = chunk[6:-2].split(b"\n\ndata: ")
+        # Two LFs per event and no others: every event is one line, and every
+        # boundary was a "\n\ndata: " (a comment or a bare "data:" makes a count differ).
+        return out if chunk.count(b"\n") == 2 * len(out) else None
 
     def close(self) -> list[SSEEvent]:
         """End of stream: dispatch an event whose final blank line is missing.

@@ -62,9 +62,11 @@ def test_bench_replays_a_mooncake_trace_at_its_times(
     records = sorted((json.loads(line) for line in lines), key=lambda r: r["request_id"])
     assert [r["prompt_tokens"] for r in records] == [i for _, i, _, _ in TRACE]
     due = [(r["scheduled_ns"] - records[0]["scheduled_ns"]) / 1e9 for r in records]
-    assert due == pytest.approx([t / 1000 / 2 for t, *_ in TRACE], abs=2e-3)  # 50 ms apart
+    assert due == pytest.approx([t / 1000 / 2 for t, *_ in TRACE], abs=0.02)  # 50 ms apart
+    # never early, but for uvloop's millisecond timers (a wake-up up to ~1 ms before its time)
+    assert all(r["send_ns"] >= r["scheduled_ns"] - 3_000_000 for r in records)
     sent = [(r["send_ns"] - records[0]["send_ns"]) / 1e9 for r in records]
-    assert sent == pytest.approx(due, abs=0.05)  # generous: the machine is shared
+    assert sent == pytest.approx(due, abs=0.15)  # generous: the machine is shared
     late = result.latency.dispatch_lateness_ms  # type: ignore[union-attr]
     assert late is not None and late.requests == 10
     assert 0 <= late.p50 <= late.p99 <= late.max
@@ -199,7 +201,8 @@ def test_an_inferx_session_trace_replays_its_sessions_at_their_starts(
     first = sorted((r for r in outcome.records if r.turn == 0), key=lambda r: r.send_ns)
     assert len(first) == 3  # the session at 10.0 s is before the window
     t0 = first[0].send_ns
-    assert [(r.send_ns - t0) / 1e9 for r in first] == pytest.approx([0, 0.1, 0.2], abs=0.05)
+    assert all(r.send_ns >= r.scheduled_ns - 3_000_000 for r in first)  # type: ignore[operator]
+    assert [(r.send_ns - t0) / 1e9 for r in first] == pytest.approx([0, 0.1, 0.2], abs=0.08)
     late = outcome.result.latency.dispatch_lateness_ms  # type: ignore[union-attr]
     assert late is not None and late.requests >= 3
 

@@ -8,6 +8,7 @@ second of start-up each), so the loads are small; timing assertions are loose
 from __future__ import annotations
 
 import _thread
+import itertools
 import os
 import threading
 import time
@@ -17,6 +18,7 @@ import pytest
 
 from inferx_core.load.client_load import ClientLoad, WorkerLoad
 from inferx_core.load.scheduler import LoadConfig, PreparedRequest, arrival_intervals
+from inferx_core.load.sessions import Session, Turn, cycle_sessions
 from inferx_core.load.workers.clock import ClockServer, clock_map, exchange
 from inferx_core.load.workers.files import records_path
 from inferx_core.load.workers.group import WorkerGroup
@@ -24,6 +26,7 @@ from inferx_core.load.workers.placement import slurm_placement
 from inferx_core.load.workers.plan import (
     auto_workers,
     effective_workers,
+    endless_pool,
     split_load,
     with_arrival_times,
 )
@@ -87,6 +90,24 @@ def test_a_session_stays_on_one_worker(make_request) -> None:
     assert {r.record.session_id for r in split.shares[1].measured} == {1}
 
 
+def _sessions(n: int, turns: int = 2) -> list[Session]:
+    def session(sid: int) -> Session:
+        turn_list = [Turn(f"user {sid} turn {k}", 4, 4) for k in range(turns)]
+        return Session(sid, turn_list, "completions", "test-model", first_request_id=sid * turns)
+
+    return [session(sid) for sid in range(n)]
+
+
+def test_endless_sessions_cycle_as_one_process_cycles_them() -> None:
+    pool = endless_pool(cycle_sessions(_sessions(3)), n_requests=6)
+    assert [s.session_id for s in pool] == [0, 1, 2]
+    one = list(itertools.islice(cycle_sessions(pool), 8))
+    split = split_load(LoadConfig(max_concurrency=2), iter(()), [], 2, endless_pool=pool)
+    mine = [list(itertools.islice(s.requests(), 4)) for s in split.shares]
+    assert [u.first_request_id for u in mine[0]] == [u.first_request_id for u in one[0::2]]
+    assert [u.session_id for u in mine[1]] == [1, 3, 5, 7]
+
+
 def test_clock_exchange_on_one_host_finds_no_offset() -> None:
     with ClockServer("127.0.0.1") as srv:
         mapped = exchange("127.0.0.1", srv.port)
@@ -127,6 +148,21 @@ def test_two_workers_open_loop_follow_one_schedule(server: ServerProcess, make_r
         assert r.send_ns - r.scheduled_ns < 500_000_000
     rates = [(w.target_rate, w.achieved_rate) for w in two.workers]
     assert all(t and a and a > 0.5 * t for t, a in rates)
+
+
+def test_two_workers_run_sessions_as_one_does(server: ServerProcess) -> None:
+    config = LoadConfig(max_concurrency=2)
+    runs = [
+        _drive(server, Requests(None, _sessions(4), [], 8), config, workers)  # type: ignore[arg-type]
+        for workers in (1, 2)
+    ]
+    one, two = (sorted((r.session_id, r.turn, r.request_id, r.ok) for r in d.result.records)
+                for d in runs)  # fmt: skip
+    assert one == two and len(two) == 8 and all(ok for *_, ok in two)
+    by_session = {}
+    for r in runs[1].result.records:
+        by_session.setdefault(r.session_id, set()).add(r.worker)
+    assert all(len(workers) == 1 for workers in by_session.values())  # a session on one worker
 
 
 def test_duration_stops_every_worker(server: ServerProcess, make_request) -> None:

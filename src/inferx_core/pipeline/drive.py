@@ -34,7 +34,12 @@ from inferx_core.load.scheduler import LoadConfig, LoadScheduler, PreparedReques
 from inferx_core.load.workers.clock import ClockServer
 from inferx_core.load.workers.group import WorkerGroup, Wrap
 from inferx_core.load.workers.placement import SrunPlacement, slurm_placement
-from inferx_core.load.workers.plan import auto_workers, effective_workers, split_load
+from inferx_core.load.workers.plan import (
+    auto_workers,
+    effective_workers,
+    endless_pool,
+    split_load,
+)
 from inferx_core.pipeline.requests import BenchTarget, Requests
 from inferx_core.telemetry.recorder import TelemetryRecorder
 
@@ -202,7 +207,7 @@ def _drive_workers(
     pool = None
     endless = config.duration_s is not None and not isinstance(measured, (list, tuple))
     if endless:  # duration-bound: an endless cycle over the prompts
-        pool = list(itertools.islice(measured, requests.n_measured))
+        pool = endless_pool(measured, requests.n_measured)
         measured = itertools.chain(pool, measured)
     split = split_load(config, measured, requests.warmup, n, endless_pool=pool)
     url = target.base_url

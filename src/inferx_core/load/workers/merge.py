@@ -51,7 +51,8 @@ def _worker_load(
 ) -> WorkerLoad:
     """What one worker was asked, did and cost."""
     measured = [r for r in records if not r.warmup and r.send_ns]
-    sends = sorted(r.send_ns for r in measured)
+    # arrivals: a multi-turn session arrives once (its turn 0), as the open-loop check counts
+    sends = sorted(r.send_ns for r in measured if not r.turn)
     achieved = None
     if len(sends) >= 2 and sends[-1] > sends[0]:
         achieved = (len(sends) - 1) / ((sends[-1] - sends[0]) / 1e9)

@@ -10,8 +10,9 @@
   duration-bound run gets the arrivals that fall inside the duration. An
   open-loop concurrency cap is split like closed-loop slots (each worker caps
   its own share: a cap across processes would need them to talk per request).
-* Requests of one multi-turn session (``record.session_id``) stay on one
-  worker, since a turn follows the one before it.
+* A multi-turn session is one unit, dealt whole (a turn follows the reply
+  before it); an endless run cycles sessions as one process does, worker
+  ``w`` taking every N-th.
 
 No worker gets fewer than one slot: N is at most the number of slots.
 """
@@ -26,6 +27,8 @@ from dataclasses import dataclass, field
 
 from inferx_core.config.cpus import client_cores
 from inferx_core.load.scheduler import LoadConfig, PreparedRequest, arrival_intervals
+from inferx_core.load.sessions import Session, cycle_sessions
+from inferx_core.load.units import Unit
 
 #: Most workers chosen by default; more is allowed when asked for.
 AUTO_MAX_WORKERS = 8
@@ -41,13 +44,13 @@ class WorkerShare:
     index: int
     workers: int
     config: LoadConfig
-    warmup: list[PreparedRequest] = field(default_factory=list)
-    measured: list[PreparedRequest] = field(default_factory=list)
+    warmup: list[Unit] = field(default_factory=list)
+    measured: list[Unit] = field(default_factory=list)
     # Duration-bound closed loop: the whole prompt pool; the worker cycles it
     # (ids index, index + workers, ...) instead of a fixed list.
-    cycle_pool: list[PreparedRequest] | None = None
+    cycle_pool: list[Unit] | None = None
 
-    def requests(self) -> Iterator[PreparedRequest]:
+    def requests(self) -> Iterator[Unit]:
         """What this worker sends, in order (endless for a cycled pool)."""
         if self.cycle_pool is None:
             return iter(self.measured)
@@ -99,19 +102,42 @@ def _shares(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
-def _owner(i: int, req: PreparedRequest, workers: int) -> int:
-    session = getattr(getattr(req, "record", None), "session_id", None)
+def _owner(i: int, unit: Unit, workers: int) -> int:
+    """A session unit is dealt whole; a request that belongs to a session (its record
+    says so) goes with the session's other requests."""
+    session = getattr(getattr(unit, "record", None), "session_id", None)
     return (session if session is not None else i) % workers
 
 
-def _deal(requests: Iterable[PreparedRequest], workers: int) -> list[list[PreparedRequest]]:
-    out: list[list[PreparedRequest]] = [[] for _ in range(workers)]
+def _deal(requests: Iterable[Unit], workers: int) -> list[list[Unit]]:
+    out: list[list[Unit]] = [[] for _ in range(workers)]
     for i, req in enumerate(requests):
         out[_owner(i, req, workers)].append(req)
     return out
 
 
-def _cycled(pool: list[PreparedRequest], index: int, workers: int) -> Iterator[PreparedRequest]:
+def endless_pool(units: Iterator[Unit], n_requests: int) -> list[Unit]:
+    """The first cycle of an endless run: the units whose requests add up to ``n_requests``
+    (a request is one, a session its turns)."""
+    pool: list[Unit] = []
+    total = 0
+    while total < n_requests and (unit := next(units, None)) is not None:
+        pool.append(unit)
+        total += unit.n_requests if isinstance(unit, Session) else 1
+    return pool
+
+
+def _cycled(pool: list[Unit], index: int, workers: int) -> Iterator[Unit]:
+    """Worker ``index``'s units of the endless cycle over ``pool`` (every ``workers``-th)."""
+    if pool and isinstance(pool[0], Session):
+        # the same sessions and ids cycle_sessions gives one process; this worker's share
+        return itertools.islice(cycle_sessions(pool), index, None, workers)  # type: ignore[arg-type]
+    return _cycled_requests(pool, index, workers)  # type: ignore[arg-type]
+
+
+def _cycled_requests(
+    pool: list[PreparedRequest], index: int, workers: int
+) -> Iterator[PreparedRequest]:
     first_id = pool[0].record.request_id if pool else 0
     for k in itertools.count(index, workers):
         template = pool[k % len(pool)]
@@ -119,9 +145,7 @@ def _cycled(pool: list[PreparedRequest], index: int, workers: int) -> Iterator[P
         yield PreparedRequest(template.path, template.payload, record, template.at_s)
 
 
-def with_arrival_times(
-    requests: Iterable[PreparedRequest], config: LoadConfig
-) -> tuple[list[PreparedRequest], bool]:
+def with_arrival_times(requests: Iterable[Unit], config: LoadConfig) -> tuple[list[Unit], bool]:
     """The requests with ``at_s`` set from the arrival process (kept where already set).
 
     The first arrival is at 0, each next one a gap later, exactly as
@@ -136,7 +160,7 @@ def with_arrival_times(
         burstiness=config.burstiness,
         ramp=config.ramp,
     )
-    out: list[PreparedRequest] = []
+    out: list[Unit] = []
     t = 0.0
     for req in requests:
         if out:
@@ -160,11 +184,11 @@ class LoadSplit:
 
 def split_load(
     config: LoadConfig,
-    measured: Iterable[PreparedRequest],
-    warmup: Sequence[PreparedRequest],
+    measured: Iterable[Unit],
+    warmup: Sequence[Unit],
     workers: int,
     *,
-    endless_pool: list[PreparedRequest] | None = None,
+    endless_pool: list[Unit] | None = None,
 ) -> LoadSplit:
     """The workers' shares of one point (see the module doc).
 

@@ -184,10 +184,11 @@ def start_watchdog(
         close_fds=True,
     )
     setup = {"log": str(log_path) if log_path else "", "secrets": list(secrets or [])}
-    assert proc.stdin is not None
-    with contextlib.suppress(OSError):
-        proc.stdin.write(json.dumps(setup).encode() + b"\n")
-        proc.stdin.flush()
+    pipe: IO[bytes] | None = getattr(proc, "stdin", None)
+    if pipe is not None:
+        with contextlib.suppress(OSError):
+            pipe.write(json.dumps(setup).encode() + b"\n")
+            pipe.flush()
     return Watchdog(proc)
 
 

@@ -24,13 +24,20 @@ def fake_uvloop(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[asyncio.Abstra
     """A stand-in uvloop module whose loops (asyncio's) are recorded when made."""
     made: list[asyncio.AbstractEventLoop] = []
 
-    def new_event_loop() -> asyncio.AbstractEventLoop:
-        loop = asyncio.new_event_loop()
-        made.append(loop)
-        return loop
+    class Loop(asyncio.SelectorEventLoop):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+        def call_later(self, delay, callback, *args, context=None):  # type: ignore[no-untyped-def]
+            # uvloop's call_later schedules itself (asyncio's goes through call_at)
+            return asyncio.SelectorEventLoop.call_at(
+                self, self.time() + delay, callback, *args, context=context
+            )
 
     module = types.ModuleType("uvloop")
-    module.new_event_loop = new_event_loop  # type: ignore[attr-defined]
+    module.Loop = Loop  # type: ignore[attr-defined]
+    module.new_event_loop = Loop  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "uvloop", module)
     monkeypatch.delenv(event_loop.ENV_VAR, raising=False)
     yield made
@@ -43,7 +50,7 @@ async def _running_loop() -> asyncio.AbstractEventLoop:
 def test_uvloop_is_used_when_it_imports(fake_uvloop: list[asyncio.AbstractEventLoop]) -> None:
     assert event_loop.loop_name() == "uvloop"
     loop = event_loop.run(_running_loop())
-    assert fake_uvloop == [loop]
+    assert fake_uvloop == [loop] and isinstance(loop, sys.modules["uvloop"].Loop)
     assert loop.is_closed()
 
 
@@ -133,3 +140,36 @@ def test_streamed_requests_against_the_scripted_server_on_each_loop(
         assert rec.finish_reason == "length"
         assert rec.send_ns < rec.chunk_ns[0] <= rec.chunk_ns[-1] <= rec.end_ns
     assert recs[16].error_kind == "stream_error" and "scripted" in (recs[16].error or "")
+
+
+@pytest.mark.skipif(not HAVE_UVLOOP, reason="uvloop not installed")
+def test_uvloop_keeps_asyncio_s_clock_and_never_fires_a_timer_early(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # uvloop's own clock is whole milliseconds, and its timers can fire ~1 ms early,
+    # which would send open-loop arrivals before their time.
+    import random
+    import time
+
+    monkeypatch.delenv(event_loop.ENV_VAR, raising=False)
+
+    async def early_ms() -> list[float]:
+        loop = asyncio.get_running_loop()
+        assert abs(loop.time() - time.monotonic()) < 0.001
+        out = []
+        for i in range(150):
+            if i % 5 == 0:
+                time.sleep(0.002)  # a long loop turn: libuv's cached clock goes stale
+            delay = random.uniform(0.0001, 0.004)
+            start = time.monotonic()
+            if i % 2:
+                await asyncio.sleep(delay)
+            else:
+                fut = loop.create_future()
+                loop.call_at(start + delay, fut.set_result, None)
+                await fut
+            out.append(start + delay - time.monotonic())
+        return out
+
+    early = event_loop.run(early_ms())
+    assert max(early) <= 0, f"a timer fired {max(early) * 1e3:.3f} ms early"

@@ -8,6 +8,14 @@ loop is plain asyncio API, so both loops give the same records.
 
 ``INFERX_EVENT_LOOP=asyncio`` keeps asyncio's loop even with uvloop installed
 (``uvloop`` insists on it and fails when it is missing; ``auto`` is the default).
+
+uvloop's own clock and timers count whole milliseconds from a clock cached per
+loop turn: ``loop.time()`` is truncated to the millisecond and a timer can
+fire up to ~1 ms before its time, which would send open-loop arrivals early.
+The loop used here (:func:`_precise_loop_class`) keeps asyncio's contract
+instead: ``time()`` is ``time.monotonic()`` (the clock libuv reads too) and a
+timer never fires early (its delay is rounded up to whole milliseconds of
+libuv's clock, so it fires 0-1 ms late, like asyncio's on an idle machine).
 """
 
 from __future__ import annotations
@@ -17,6 +25,9 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Coroutine
+from functools import cache
+from math import ceil
+from time import monotonic
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -55,7 +66,33 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
                 f"{ENV_VAR}=uvloop but uvloop is not installed (pip install 'inferx-core[fast]')"
             )
         return asyncio.new_event_loop
-    return uvloop.new_event_loop
+    return _precise_loop_class(uvloop)
+
+
+@cache
+def _precise_loop_class(uvloop: ModuleType) -> type[asyncio.AbstractEventLoop]:
+    """uvloop's loop with asyncio's clock and timer contract (see the module docstring)."""
+
+    class PreciseLoop(uvloop.Loop):  # type: ignore[name-defined,misc]
+        def time(self) -> float:
+            return monotonic()
+
+        def call_later(
+            self, delay: float, callback: Callable[..., object], *args: Any, context: Any = None
+        ) -> asyncio.TimerHandle:
+            return self.call_at(monotonic() + delay, callback, *args, context=context)
+
+        def call_at(
+            self, when: float, callback: Callable[..., object], *args: Any, context: Any = None
+        ) -> asyncio.TimerHandle:
+            # libuv fires a timer once its clock, whole milliseconds cached per
+            # loop turn, reaches that clock + the delay in (rounded) milliseconds:
+            # refresh the clock, then ask for the whole milliseconds from it to ``when``.
+            cached = super().time()
+            ms = ceil((when - cached) * 1000 - 1e-6)
+            return super().call_later(max(ms, 0) / 1000, callback, *args, context=context)
+
+    return PreciseLoop
 
 
 def loop_name(factory: Callable[[], asyncio.AbstractEventLoop] | None = None) -> str:

@@ -237,9 +237,8 @@ def _count_reads() -> None:
 
 
 LOOPS = {"asyncio": asyncio.new_event_loop}
-_uvloop = event_loop.uvloop_module()
-if _uvloop is not None:
-    LOOPS["uvloop"] = _uvloop.new_event_loop
+if event_loop.uvloop_module() is not None:
+    LOOPS["uvloop"] = event_loop.loop_factory("uvloop")  # the one InferX runs on
 
 
 def variants(args: argparse.Namespace) -> list[tuple[str, str, str]]:

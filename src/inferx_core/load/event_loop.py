@@ -54,9 +54,14 @@ def _choice() -> str:
     return value
 
 
-def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
-    """What makes a new loop: ``uvloop.new_event_loop`` when chosen and importable."""
-    choice = _choice()
+def loop_factory(choice: str | None = None) -> Callable[[], asyncio.AbstractEventLoop]:
+    """What makes a new loop: uvloop's (see above) when chosen and importable.
+
+    ``choice``: ``auto``, ``asyncio`` or ``uvloop``; None reads ``INFERX_EVENT_LOOP``.
+    """
+    choice = choice or _choice()
+    if choice not in _CHOICES:
+        raise ValueError(f"event loop {choice!r}: expected one of {', '.join(_CHOICES)}")
     if choice == "asyncio":
         return asyncio.new_event_loop
     uvloop = uvloop_module()

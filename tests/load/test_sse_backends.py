@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inferx_core.load import chunks, connection, sse
+from inferx_core.load import chunks, connection, http_chunks, sse
 from inferx_core.load.connection import Connection
 from inferx_core.load.records import RequestRecord
 from inferx_core.load.sse import StreamDecoder, json_backend, use_json_backend
@@ -263,10 +263,10 @@ def test_any_framing_and_split_stamps_each_event_in_the_read_that_completes_it(
 
 def test_chunk_data_holding_crlfs_is_framed_by_its_size_not_by_the_crlfs() -> None:
     # Split at CRLF, "7 | a | b | c" would pair size 7 with "a" and "b" with "c".
-    assert connection._whole_chunks(b"7\r\na\r\nb\r\nc\r\n") == ([b"a\r\nb\r\nc"], 12)
-    assert connection._whole_chunks(b"1\r\na\r\n2\r\nbc\r\n") == ([b"a", b"bc"], 13)
-    assert connection._whole_chunks(b"1\r\na\r\n0\r\n\r\n") == ([b"a"], 6)  # stops at the end
-    assert connection._whole_chunks(b"1\r\na\r\n5\r\nab") == ([b"a"], 6)  # partial chunk
+    assert http_chunks.whole_chunks(b"7\r\na\r\nb\r\nc\r\n") == ([b"a\r\nb\r\nc"], 12)
+    assert http_chunks.whole_chunks(b"1\r\na\r\n2\r\nbc\r\n") == ([b"a", b"bc"], 13)
+    assert http_chunks.whole_chunks(b"1\r\na\r\n0\r\n\r\n") == ([b"a"], 6)  # stops at the end
+    assert http_chunks.whole_chunks(b"1\r\na\r\n5\r\nab") == ([b"a"], 6)  # partial chunk
 
 
 async def _feed_connection(reads: list[bytes], tick: list[int]) -> RequestRecord:

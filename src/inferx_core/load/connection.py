@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import Callable
 from time import perf_counter_ns
 
+from inferx_core.load.http_chunks import whole_chunks
 from inferx_core.load.http_reply import parse_headers, parse_status_line, unusable_reply
 from inferx_core.load.records import ErrorKind, RequestRecord
 from inferx_core.load.sse import DONE, FAILED, StreamDecoder
@@ -355,7 +356,7 @@ class Connection(asyncio.BufferedProtocol):
                 if size > 0 and idx + size + 4 == len(data) and data[-2:] == b"\r\n":
                     self._body(data[idx + 2 : -2], t)  # exactly one chunk
                     return
-            parts, pos = _whole_chunks(data)
+            parts, pos = whole_chunks(data)
             if parts:
                 self._body(parts[0] if len(parts) == 1 else b"".join(parts), t)
                 if pos == len(data) or self._state != _CHUNKED:
@@ -472,53 +473,3 @@ class Connection(asyncio.BufferedProtocol):
             self._settle(t)
         else:
             self._fail(t, kind, message)
-
-
-def _whole_chunks(data: bytes) -> tuple[list[bytes], int]:
-    """The data of the whole non-empty chunks ``data`` starts with, and where they end.
-
-    Stops at anything else (a partial chunk, the last chunk, a size line with
-    extensions or too long), which the framing walk then handles.
-    """
-    parts = _split_chunks(data)
-    if parts is not None:
-        return parts, len(data)
-    parts = []
-    pos = 0
-    n = len(data)
-    find = data.find
-    while pos < n:
-        idx = find(b"\r\n", pos, pos + 10)  # size lines of up to 8 hex digits
-        if idx < 0:
-            break
-        try:
-            size = int(data[pos:idx], 16)
-        except ValueError:
-            break
-        end = idx + 2 + size
-        if size <= 0 or end + 2 > n or data[end : end + 2] != b"\r\n":
-            break
-        parts.append(data[idx + 2 : end])
-        pos = end + 2
-    return parts, pos
-
-
-def _split_chunks(data: bytes) -> list[bytes] | None:
-    """The chunks' data when ``data`` is only whole non-empty chunks, found in one split.
-
-    ``size CRLF data CRLF`` repeated: split at CRLF, the pieces alternate
-    size and data. Exact whenever every size matches the length of the piece
-    after it: by induction each piece then starts where the framing says its
-    chunk does (a CRLF inside chunk data breaks a match and returns None).
-    """
-    pieces = data.split(b"\r\n")
-    if not len(pieces) & 1 or pieces[-1]:
-        return None
-    parts = pieces[1:-1:2]
-    try:
-        sizes = [int(size, 16) for size in pieces[0:-1:2]]
-    except ValueError:
-        return None
-    if sizes != list(map(len, parts)) or not all(parts):
-        return None
-    return parts

@@ -22,6 +22,7 @@ from inferx_core.load.sessions import Session, Turn, cycle_sessions
 from inferx_core.load.workers.clock import ClockServer, clock_map, exchange
 from inferx_core.load.workers.files import records_path
 from inferx_core.load.workers.group import WorkerGroup
+from inferx_core.load.workers.merge import merge
 from inferx_core.load.workers.placement import slurm_placement
 from inferx_core.load.workers.plan import (
     auto_workers,
@@ -265,3 +266,24 @@ def test_server_pool_serves_one_port_from_several_processes() -> None:
     with ServerPool(2, itl_ms=1) as pool:
         assert len({m.proc.pid for m in pool.members if m.proc}) == 2
         assert httpx.get(pool.base_url + "/v1/models", timeout=10).json()["data"][0]["id"]
+
+
+def test_a_worker_that_cannot_start_is_named(make_request, tmp_path: Path) -> None:
+    split = split_load(LoadConfig(max_concurrency=2), [make_request(i) for i in range(4)], [], 2)
+    out = WorkerGroup(split, "ftp://nowhere", {}, tmp_path).run()
+    assert out.abort_reason and "failed" in out.abort_reason and "base_url" in out.abort_reason
+    assert out.result.records == [] and not out.interrupted
+
+
+def test_stamps_of_another_host_move_onto_the_parent_clock(make_request) -> None:
+    split = split_load(LoadConfig(max_concurrency=2), [make_request(i) for i in range(2)], [], 2)
+    recs = [[make_request(0).record], [make_request(1).record]]
+    for w, (rec,) in enumerate(recs):
+        rec.send_ns, rec.chunk_ns, rec.end_ns = 1_000 + w, [2_000 + w], 3_000 + w
+    remote = {"clock": {"method": "exchange", "offset_ns": 500, "uncertainty_ns": 20}}
+    result, loads = merge(split, recs, [None, remote], [None, None], unix_offset_ns=0)
+    moved = result.records[1]
+    assert (moved.send_ns, moved.chunk_ns, moved.end_ns) == (1_501, [2_501], 3_501)
+    assert result.records[0].send_ns == 1_000  # same host: unchanged
+    assert loads[1].clock == "exchange" and loads[1].clock_uncertainty_ns == 20
+    assert result.window_end_ns == 3_501

@@ -176,8 +176,8 @@ def _open_loop(
                 p99,
                 limits.max_dispatch_lateness_p99_ms,
                 p99 <= limits.max_dispatch_lateness_p99_ms,
-                f"p99 of send minus scheduled time is {p99:.1f} ms (queueing behind the "
-                "concurrency cap counts)",
+                f"p99 of send minus scheduled time is {p99:.1f} ms (the client's own "
+                "dispatch delay, plus any wait for a slot under a concurrency cap)",
             )
         )
     return checks

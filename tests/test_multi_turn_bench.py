@@ -101,6 +101,7 @@ def test_cli_flags_make_a_multi_turn_config(tmp_path: Path) -> None:
         ({"stages": []}, "stages"),
         ({"stages": [{"rate": 1, "duration_s": 5}], "concurrency": [4]}, "remove concurrency"),
         ({"stages": [{"rate": 1, "duration_s": 5}], "duration_s": 9}, "remove duration_s"),
+        ({"stages": [{"rate": 1, "duration_s": 5}], "workers": 2}, "drop load.workers"),
     ],
 )
 def test_stage_config_errors_name_the_field(load: dict, message: str) -> None:

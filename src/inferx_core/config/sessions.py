@@ -91,3 +91,8 @@ def check_stages_load(load: Any) -> None:
         )
     if load.repeats != 1:
         raise ValueError("load.stages run once in order: repeats must be 1")
+    if (getattr(load, "workers", None) or 1) > 1:
+        raise ValueError(
+            f"load.stages run in one load process (stages are not split across worker "
+            f"processes yet): drop load.workers / --workers {load.workers}"
+        )

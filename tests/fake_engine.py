@@ -10,13 +10,15 @@ Register it in-process::
 ``mode``
     ``ok`` (default): the SSE server serves until stopped.
     ``crash_on_start``: prints a CUDA OOM line and exits with code 7 at once.
-    ``die_after_s``: serves, then ``os._exit(9)`` after ``die_after_s`` seconds.
+    ``die_after_s``: serves, then ``os._exit(9)`` ``die_after_s`` seconds after the
+    first generation request (not after start: counting the prompts on the server
+    can take seconds on a loaded machine, and the death must fall in the load).
     ``never_ready``: a plain ``http.server`` on the port; ``/health`` is a 404 forever.
     ``missing_executable``: argv[0] does not exist (engine not installed).
 ``ttft_ms``, ``itl_ms``
     the SSE server's timing (default 0).
 ``die_after_s``
-    seconds after start for mode ``die_after_s`` (default 2).
+    seconds after the first generation request for mode ``die_after_s`` (default 2).
 
 It also offers two fixes, ``fake-unbuffered-log`` (applies to engine ``fake``:
 sets PYTHONUNBUFFERED=1) and ``fake-never`` (never applies), so results carry
@@ -39,17 +41,25 @@ CRASH_MESSAGE = "boom: CUDA out of memory"
 CRASH_CODE = 7
 DIE_CODE = 9
 
-# Runs the SSE server's main() and kills the whole process after N seconds,
-# like an engine whose worker segfaults mid-run.
+# Runs the SSE server's main() and kills the whole process N seconds after the
+# first generation request, like an engine whose worker segfaults mid-run.
 _DIE_SCRIPT = """
 import os, sys, threading
-from inferx_core.testing import sse_server
+from inferx_core.testing import server, sse_server
 
 def die():
     print("fake engine: worker died", flush=True)
     os._exit({code})
 
-threading.Timer({seconds}, die).start()
+timer = threading.Timer({seconds}, die)
+generate = server.ServerProtocol._generate
+
+def generate_then_die(self, *args, **kwargs):
+    if timer.ident is None:  # not started yet
+        timer.start()
+    return generate(self, *args, **kwargs)
+
+server.ServerProtocol._generate = generate_then_die
 sse_server.main(sys.argv[1:])
 """
 

@@ -229,7 +229,7 @@ def test_engine_dying_mid_load_fails_the_point_fast_and_the_rest_before_running(
     tmp_path: Path,
 ) -> None:
     # Each request would stream 2000 tokens at 10 ms (20 s); the engine dies 2.5 s
-    # after it started, during the first point's warmup or measured requests.
+    # after the first request, during the first point's warmup or measured requests.
     cfg = fake_config(
         "die_after_s",
         plugin_options={"itl_ms": 10, "die_after_s": 2.5},

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import socket
 import sys
 from typing import Any
 
-from inferx_core.testing.knobs import ServerKnobs
 from inferx_core.testing.server import ServerProtocol, SSETestServer
-from inferx_core.testing.sse_server import READY_LINE, ServerProcess, build_parser
+from inferx_core.testing.sse_server import (
+    ServerProcess,
+    build_parser,
+    knobs_from_args,
+    serve_until_signal,
+)
 
 __all__ = ["ServerPool"]
 
@@ -80,24 +83,7 @@ class ServerPool:
 def main(argv: list[str] | None = None) -> None:
     """One member: the scripted server's command line, on a shared port."""
     a = build_parser().parse_args(argv)
-    knobs = ServerKnobs(
-        ttft_ms=a.ttft_ms, itl_ms=a.itl_ms, tokens_per_chunk=a.tokens_per_chunk, usage=a.usage,
-        fail=a.fail, fail_after=a.fail_after, natural_len=a.natural_len,
-        role_chunk=not a.no_role_chunk, comments=a.comments, stamp=a.stamp, model=a.model,
-    )  # fmt: skip
-    server = _SharedPortServer(a.host, a.port, knobs)
-
-    async def run() -> None:
-        await server.start()
-        print(f"{READY_LINE} {server.base_url}", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        await server.stop()
-
-    asyncio.run(run())
+    serve_until_signal(_SharedPortServer(a.host, a.port, knobs_from_args(a)))
 
 
 if __name__ == "__main__":

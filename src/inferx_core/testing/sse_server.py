@@ -185,10 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def main(argv: list[str] | None = None) -> None:
-    """CLI entry point: serve until SIGINT/SIGTERM."""
-    a = build_parser().parse_args(argv)
-    knobs = ServerKnobs(
+def knobs_from_args(a: argparse.Namespace) -> ServerKnobs:
+    """The server's behaviour from :func:`build_parser`'s arguments."""
+    return ServerKnobs(
         ttft_ms=a.ttft_ms,
         itl_ms=a.itl_ms,
         tokens_per_chunk=a.tokens_per_chunk,
@@ -202,7 +201,10 @@ def main(argv: list[str] | None = None) -> None:
         model=a.model,
         max_model_len=a.max_model_len,
     )
-    server = SSETestServer(a.host, a.port, knobs)
+
+
+def serve_until_signal(server: SSETestServer) -> None:
+    """Start ``server``, print the ready line, serve until SIGINT/SIGTERM."""
 
     async def run() -> None:
         await server.start()
@@ -215,6 +217,11 @@ def main(argv: list[str] | None = None) -> None:
         await server.stop()
 
     asyncio.run(run())
+
+
+def main(argv: list[str] | None = None) -> None:
+    a = build_parser().parse_args(argv)
+    serve_until_signal(SSETestServer(a.host, a.port, knobs_from_args(a)))
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from inferx_core.load.records import RequestRecord
 from inferx_core.load.session_dispatch import SessionDispatch
 from inferx_core.load.sessions import Session
 from inferx_core.load.stages import Slots, Stage, StagedDispatch, StageWindow
-from inferx_core.load.units import PreparedRequest, Unit
+from inferx_core.load.units import PreparedRequest, Unit, gather_or_cancel
 
 __all__ = [
     "LoadConfig",
@@ -363,7 +363,7 @@ class LoadScheduler(StagedDispatch, SessionDispatch):
             task = asyncio.create_task(self._open_send(unit, out, sem, due_ns))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
-        await _gather_or_cancel(tasks)
+        await gather_or_cancel(tasks)
 
     async def _ended_before_arrival(self, delay: float, pending: Unit) -> bool:
         """True, after waiting for the end, when the next arrival falls after the deadline.
@@ -406,17 +406,6 @@ class LoadScheduler(StagedDispatch, SessionDispatch):
         finally:
             handle.cancel()
             self._sleepers.discard(fut)
-
-
-async def _gather_or_cancel(tasks: set[asyncio.Task[None]]) -> None:
-    """Wait for every task; if the wait is cancelled, cancel them all."""
-    try:
-        if tasks:
-            await asyncio.gather(*tasks)
-    except asyncio.CancelledError:
-        for t in tasks:
-            t.cancel()
-        raise
 
 
 def _wake_up(fut: asyncio.Future[None]) -> None:

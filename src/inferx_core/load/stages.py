@@ -19,6 +19,7 @@ from time import perf_counter_ns
 from typing import Any
 
 from inferx_core.load.arrivals import arrival_intervals
+from inferx_core.load.units import gather_or_cancel
 
 __all__ = ["Slots", "Stage", "StageWindow", "StagedDispatch"]
 
@@ -140,13 +141,7 @@ class StagedDispatch:
             pending is not None or next(self._requests, None) is not None
         ):
             self.result.stopped_by_duration = True
-        try:
-            if tasks:
-                await asyncio.gather(*tasks)
-        except asyncio.CancelledError:
-            for t in tasks:
-                t.cancel()
-            raise
+        await gather_or_cancel(tasks)
 
     async def _stage_dispatch(
         self, index: int, stage: Stage, end_ns: int, pending: Any, slots: Slots,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from inferx_core.load.records import RequestRecord
 from inferx_core.load.sessions import Session
 
-__all__ = ["PreparedRequest", "Unit"]
+__all__ = ["PreparedRequest", "Unit", "gather_or_cancel"]
 
 
 @dataclass(slots=True)
@@ -25,3 +27,14 @@ class PreparedRequest:
 
 #: What the scheduler dispatches: a request, or a multi-turn session.
 Unit = PreparedRequest | Session
+
+
+async def gather_or_cancel(tasks: Collection[asyncio.Task[None]]) -> None:
+    """Wait for the tasks of dispatched units; if the wait is cancelled, cancel them all."""
+    try:
+        if tasks:
+            await asyncio.gather(*tasks)
+    except asyncio.CancelledError:
+        for t in tasks:
+            t.cancel()
+        raise

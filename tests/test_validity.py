@@ -102,15 +102,26 @@ def test_a_tiny_run_is_marked_not_condemned_for_coalescing() -> None:
     )
 
 
-def test_open_loop_that_falls_behind_its_rate_is_invalid() -> None:
+def test_open_loop_that_falls_behind_its_schedule_is_invalid() -> None:
     records = healthy(20, spacing=100 * MS)  # 10 req/s sent
-    for r in records:
-        r.scheduled_ns = r.send_ns - 40 * MS  # each sent 40 ms after it was due
+    for i, r in enumerate(records):
+        r.scheduled_ns = i * 5 * MS  # of a schedule at 200 req/s
     v = verdict(records, rate=200.0)
     assert {"achieved_rate", "dispatch_lateness"} <= failing(v)
     [rate] = [c for c in v.checks if c.name == "achieved_rate"]
     assert rate.value == pytest.approx(10.0 / 200.0)
+    # sent on a schedule of 10 req/s, each 40 ms late: the rate kept, only lateness fails
+    for r in records:
+        r.scheduled_ns = r.send_ns - 40 * MS
+    assert failing(verdict(records, rate=200.0)) == {"dispatch_lateness"}
     assert verdict(records, rate=10.0, limits=ValidityLimits(max_dispatch_lateness_p99_ms=50)).valid
+
+
+def test_without_scheduled_times_the_nominal_rate_only_marks() -> None:
+    v = verdict(healthy(20, spacing=100 * MS), rate=200.0)  # records of an older file
+    [rate] = [c for c in v.checks if c.name == "achieved_rate"]
+    assert not rate.passed and rate.severity == "marks" and v.valid
+    assert "no scheduled times" in rate.why
 
 
 def test_a_starved_client_is_invalid() -> None:

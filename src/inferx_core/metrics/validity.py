@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from inferx_core.config.validity import ValidityLimits
 from inferx_core.load.client_load import ClientLoad, WorkerLoad
 from inferx_core.load.records import RequestRecord
+from inferx_core.metrics.schedule import ScheduleKeeping, schedule_keeping
 from inferx_core.metrics.stats import percentile_word
 
 Severity = Literal["invalidates", "marks"]
@@ -144,30 +145,60 @@ def _sample_sizes(flat: Mapping[str, Any], percentiles: Sequence[float], n: Mapp
             )
 
 
+def _nominal_rate(records: Sequence[RequestRecord], target_rate: float, limits: ValidityLimits):
+    """Records without scheduled times (older files): only the nominal rate to compare
+    with, whose gap to a drawn schedule is the draw's own spread, so it only marks."""
+    sends = sorted(r.send_ns for r in records if not r.turn and r.send_ns)
+    if len(sends) < 2:
+        return None
+    achieved = (len(sends) - 1) / ((sends[-1] - sends[0]) / 1e9 or math.inf)
+    ratio = achieved / target_rate
+    return _check(
+        "achieved_rate",
+        ratio,
+        limits.min_rate_ratio,
+        ratio >= limits.min_rate_ratio,
+        f"sent {achieved:.1f} req/s of the nominal {target_rate:g} ({ratio:.0%}); the records "
+        "carry no scheduled times, and a drawn schedule misses its nominal rate by its own spread",
+        severity="marks",
+    )
+
+
+def _achieved_rate(
+    records: Sequence[RequestRecord], target_rate: float, limits: ValidityLimits
+) -> ValidityCheck | None:
+    """The client against the schedule it was given, not against the nominal rate."""
+    keeping = schedule_keeping(records)
+    if keeping is None:
+        return _nominal_rate(records, target_rate, limits)
+    allowance = limits.max_dispatch_lateness_p99_ms
+    behind = keeping.fell_behind(limits.min_rate_ratio, allowance)
+    why = (
+        f"sent {keeping.achieved_rate:.1f} req/s of the {keeping.scheduled_rate:.1f} its drawn "
+        f"schedule of {keeping.arrivals} arrivals asked for ({keeping.rate_ratio:.0%}; nominal "
+        f"{target_rate:g})"
+    )
+    if behind:
+        why += (
+            f"; its sends took {keeping.stretch_ms:.0f} ms longer than the schedule: the client "
+            "fell behind (run more load workers, --workers; under max_concurrency, the slots "
+            "were full)"
+        )
+    return _check("achieved_rate", keeping.rate_ratio, limits.min_rate_ratio, not behind, why)
+
+
 def _open_loop(
     records: Sequence[RequestRecord], target_rate: float, limits: ValidityLimits
 ) -> list[ValidityCheck]:
-    # the rate is of arrivals: a multi-turn session arrives with its turn 0
-    sends = sorted(r.send_ns for r in records if not r.turn)
     checks = []
-    if len(sends) >= 2:
-        achieved = (len(sends) - 1) / ((sends[-1] - sends[0]) / 1e9 or math.inf)
-        ratio = achieved / target_rate
-        checks.append(
-            _check(
-                "achieved_rate",
-                ratio,
-                limits.min_rate_ratio,
-                ratio >= limits.min_rate_ratio,
-                f"sent {achieved:.1f} req/s of the {target_rate:g} asked for ({ratio:.0%})"
-                + (
-                    ""
-                    if ratio >= limits.min_rate_ratio
-                    else "; a client that cannot send faster needs more load workers (--workers)"
-                ),
-            )
-        )
-    late = [(r.send_ns - r.scheduled_ns) / 1e6 for r in records if r.scheduled_ns is not None]
+    rate = _achieved_rate(records, target_rate, limits)
+    if rate is not None:
+        checks.append(rate)
+    late = [
+        (r.send_ns - r.scheduled_ns) / 1e6
+        for r in records
+        if r.scheduled_ns is not None and r.send_ns  # never sent: no lateness to speak of
+    ]
     if late:
         p99 = float(np.percentile(late, 99))
         checks.append(
@@ -236,7 +267,9 @@ def _more_workers(load: ClientLoad) -> str:
     )
 
 
-def _client(load: ClientLoad, limits: ValidityLimits) -> list[ValidityCheck]:
+def _client(
+    load: ClientLoad, records: Sequence[RequestRecord], limits: ValidityLimits
+) -> list[ValidityCheck]:
     checks = []
     n = len(load.workers)
     who = f"the busiest of {n} workers' event loops" if n else "the client's event loop"
@@ -285,12 +318,15 @@ def _client(load: ClientLoad, limits: ValidityLimits) -> list[ValidityCheck]:
             )
         )
     if load.workers:
-        checks.append(_bottleneck(load, limits))
+        checks.append(_bottleneck(load, records, limits))
     return checks
 
 
-def _worker_behind(w: WorkerLoad, limits: ValidityLimits) -> str | None:
-    """Why one load worker could not keep up, else None."""
+def _worker_behind(
+    w: WorkerLoad, keeping: ScheduleKeeping | None, limits: ValidityLimits
+) -> str | None:
+    """Why one load worker could not keep up, else None; ``keeping``: its share of the
+    drawn schedule against its sends (not its share of the nominal rate)."""
     if w.error:
         return f"worker {w.worker} ended early: {w.error}"
     if w.loop_lag_p95_ms is not None and w.loop_lag_p95_ms > limits.max_loop_lag_p95_ms:
@@ -300,19 +336,29 @@ def _worker_behind(w: WorkerLoad, limits: ValidityLimits) -> str | None:
     late = w.dispatch_lateness_p99_ms
     if late is not None and late > limits.max_dispatch_lateness_p99_ms:
         return f"worker {w.worker} sent {late:.1f} ms after schedule at p99"
-    if w.target_rate and w.achieved_rate is not None and w.requests >= MIN_REPLIES_TO_JUDGE:
-        ratio = w.achieved_rate / w.target_rate
-        if ratio < limits.min_rate_ratio:
-            return (
-                f"worker {w.worker} sent {w.achieved_rate:.1f} of its {w.target_rate:.1f} req/s "
-                f"({ratio:.0%})"
-            )
+    if keeping is not None and keeping.fell_behind(
+        limits.min_rate_ratio, limits.max_dispatch_lateness_p99_ms
+    ):
+        return (
+            f"worker {w.worker} sent {keeping.achieved_rate:.1f} of the "
+            f"{keeping.scheduled_rate:.1f} req/s its share of the schedule asked for "
+            f"({keeping.rate_ratio:.0%})"
+        )
     return None
 
 
-def _bottleneck(load: ClientLoad, limits: ValidityLimits) -> ValidityCheck:
+def _bottleneck(
+    load: ClientLoad, records: Sequence[RequestRecord], limits: ValidityLimits
+) -> ValidityCheck:
     """Every load worker kept up with its share: loop lag, CPU, lateness, rate."""
-    behind = [why for w in load.workers if (why := _worker_behind(w, limits))]
+    by_worker: dict[int | None, list[RequestRecord]] = {}
+    for r in records:
+        by_worker.setdefault(r.worker, []).append(r)
+    behind = [
+        why
+        for w in load.workers
+        if (why := _worker_behind(w, schedule_keeping(by_worker.get(w.worker, [])), limits))
+    ]
     n = len(load.workers)
     if not behind:
         why = f"each of the {n} load workers kept up with its share (loop lag, CPU, schedule)"
@@ -344,7 +390,7 @@ def assess(
     if open_loop_rate is not None and math.isfinite(open_loop_rate):
         checks += _open_loop(measured, open_loop_rate, limits)
     if client_load is not None:
-        checks += _client(client_load, limits)
+        checks += _client(client_load, measured, limits)
     lag = _receive_lag(ok, limits.max_receive_lag_p99_ms)
     if lag is not None:
         checks.append(lag)

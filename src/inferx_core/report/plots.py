@@ -41,7 +41,41 @@ def _figure(rows: int = 1, cols: int = 1, size: tuple[float, float] = (9.0, 5.5)
     return fig, axes
 
 
+def _tick_texts(fig: Any) -> set[int]:
+    """The ids of the figure's tick labels and offset texts: the formatters' own text."""
+    out: set[int] = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            out.add(id(axis.get_offset_text()))
+            for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks()):
+                out.update((id(tick.label1), id(tick.label2)))
+    return out
+
+
+def plain_figure(fig: Any) -> None:
+    """Every text in ``fig`` that can hold data (titles, labels, legend, annotations) drawn
+    as the characters it holds: ``$...$`` is not mathtext (nor LaTeX under ``text.usetex``),
+    so a name with dollars shows as written and a malformed one cannot fail the save. And
+    the axes' numbers read as they are: no "+1.25e2" offset or "1e6" corner factor, which
+    turn ticks of points at 124.96-125.04 into -0.04 ... 0.04."""
+    from matplotlib.text import Text
+    from matplotlib.ticker import ScalarFormatter
+
+    tick_texts = _tick_texts(fig)
+    for text in fig.findobj(Text):
+        if id(text) not in tick_texts:
+            text.set_parse_math(False)
+            text.set_usetex(False)
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            formatter = axis.get_major_formatter()
+            if isinstance(formatter, ScalarFormatter):
+                formatter.set_useOffset(False)
+                formatter.set_scientific(False)
+
+
 def _save(fig: Any, path: Path) -> Path:
+    plain_figure(fig)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png", dpi=DPI)
     return path

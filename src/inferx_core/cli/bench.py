@@ -8,20 +8,31 @@ from typing import TYPE_CHECKING, Any
 
 from inferx_core.cli.db import add_db_arguments, db_ingester
 from inferx_core.cli.interop import add_export_arguments, point_exporter, print_export_report
+from inferx_core.cli.numbers import Bounds, number, numbers
 from inferx_core.cli.validity import add_validity_arguments, failed_points
+from inferx_core.config.bounds import (
+    MAX_CONCURRENCY,
+    MAX_PROMPTS,
+    MAX_REPEATS,
+    MAX_SEED,
+    MAX_TOKENS,
+    MAX_TURNS,
+)
 
 if TYPE_CHECKING:
     from inferx_core.config.models import BenchConfig
 
-
-def _csv(kind: type) -> Any:
-    def parse(text: str) -> list:
-        try:
-            return [kind(item) for item in text.split(",") if item.strip()]
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(f"expected comma-separated {kind.__name__}s") from exc
-
-    return parse
+# The argparse types of the numeric flags: the config's own limits, checked while
+# parsing so a bad number is one line naming the flag (nan, a negative, 1e13).
+_POSITIVE = number(float, Bounds(low=0, low_open=True))
+_SECONDS = number(float, Bounds(low=0, low_open=True, unit="s"))
+_TOKENS = number(int, Bounds(low=1, high=MAX_TOKENS, unit="tokens"))
+_PROMPTS = number(int, Bounds(low=1, high=MAX_PROMPTS, unit="prompts"))
+_SLOTS = number(int, Bounds(low=1, high=MAX_CONCURRENCY))
+_RATES = numbers(
+    float, Bounds(low=0, low_open=True, allow_inf=True, inf_means="every request at once")
+)
+_SLO_VALUE = number(float, Bounds(low=0, low_open=True, unit="ms"))
 
 
 def _slo(text: str) -> dict[str, float]:
@@ -31,9 +42,9 @@ def _slo(text: str) -> dict[str, float]:
         if not sep:
             raise argparse.ArgumentTypeError(f"--slo wants key=value pairs, got {item!r}")
         try:
-            out[key.strip()] = float(value)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(f"--slo {key}: {value!r} is not a number") from exc
+            out[key.strip()] = float(_SLO_VALUE(value))
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"--slo {key.strip()}: {exc}") from None
     return out
 
 
@@ -49,24 +60,27 @@ def register_command(sub: Any) -> None:
     p.add_argument("--model", help="served model name (default: first of /v1/models)")
     p.add_argument("--name", help="label used in result ids")
     _add_workload_arguments(p)
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--concurrency", type=_csv(int), help="closed loop levels, e.g. 1,4,16")
-    mode.add_argument("--request-rate", type=_csv(float), help="open loop rates (req/s)")
-    p.add_argument("--arrival", choices=("poisson", "constant"))
-    p.add_argument("--max-concurrency", type=int, help="cap for open loop")
-    p.add_argument("--num-prompts", type=int)
-    p.add_argument("--duration", type=float, help="seconds; stop dispatching after")
-    p.add_argument("--warmup", type=int, help="warmup requests (default: one per slot)")
-    p.add_argument("--timeout", type=float, help="per-request timeout (s)")
-    p.add_argument("--first-token-timeout", type=float, help="first token within (s, default 300)")
-    p.add_argument("--idle-timeout", type=float, help="no gap between tokens over (s, default 60)")
+    _add_load_arguments(p)
     p.add_argument("--slo", type=_slo, help="e.g. ttft_ms=500,tpot_ms=30")
-    p.add_argument("--num-gpus", type=int, help="GPUs behind the server (per-GPU throughput)")
-    p.add_argument("--gpus", type=_csv(int), help="local GPUs to sample (default: all visible)")
+    p.add_argument(
+        "--num-gpus",
+        type=number(int, Bounds(low=1)),
+        help="GPUs behind the server (per-GPU throughput)",
+    )
+    p.add_argument(
+        "--gpus",
+        type=numbers(int, Bounds(low=0)),
+        help="local GPUs to sample (default: all visible)",
+    )
     p.add_argument("--engine", help="engine behind the server (to scrape its /metrics)")
     p.add_argument("--no-telemetry", action="store_true", help="do not sample power/host/metrics")
-    p.add_argument("--percentiles", type=_csv(float), help="default 50,90,99,99.9")
+    p.add_argument(
+        "--percentiles", type=numbers(float, Bounds(low=0, high=100)), help="default 50,90,99,99.9"
+    )
     p.add_argument("--output", help="results folder (default results/)")
+    p.add_argument(
+        "--resume", action="store_true", help="skip points whose result in --output is complete"
+    )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--no-progress", action="store_true")
     add_export_arguments(p)
@@ -74,13 +88,13 @@ def register_command(sub: Any) -> None:
     add_validity_arguments(p)
     p.add_argument(
         "--repeats",
-        type=int,
+        type=number(int, Bounds(low=1, high=MAX_REPEATS)),
         metavar="N",
         help="run every point N times, interleaved: the median run, with min-max and 95%% CI",
     )
     p.add_argument(
         "--workers",
-        type=int,
+        type=number(int, Bounds(low=1, high=512)),
         metavar="N",
         help="load generator processes sharing one schedule (default: one per two client "
         "CPUs, 1 to 8; `inferx docs scale-out`)",
@@ -88,31 +102,89 @@ def register_command(sub: Any) -> None:
     p.set_defaults(handler=cmd_bench)
 
 
+def _add_load_arguments(p: argparse.ArgumentParser) -> None:
+    """How hard to push: the levels, arrivals, counts and timeouts (``load:``)."""
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--concurrency",
+        type=numbers(int, Bounds(low=1, high=MAX_CONCURRENCY)),
+        help="closed loop levels, e.g. 1,4,16",
+    )
+    mode.add_argument(
+        "--request-rate",
+        type=_RATES,
+        help="open loop rates (req/s), e.g. 1,4,inf (inf: every request at once, as vLLM's)",
+    )
+    p.add_argument("--arrival", choices=("poisson", "constant"))
+    p.add_argument(
+        "--burstiness",
+        type=_POSITIVE,
+        metavar="B",
+        help="poisson arrivals: gamma shape of the gaps (1: Poisson, <1 burstier)",
+    )
+    p.add_argument(
+        "--ramp",
+        choices=("linear", "exponential"),
+        help="open loop: ramp from --ramp-start-rps up to each --request-rate",
+    )
+    p.add_argument("--ramp-start-rps", type=_POSITIVE, metavar="R", help="the ramp's first rate")
+    p.add_argument("--max-concurrency", type=_SLOTS, help="cap for open loop")
+    p.add_argument("--num-prompts", type=_PROMPTS, help=f"measured prompts (at most {MAX_PROMPTS})")
+    p.add_argument("--duration", type=_SECONDS, help="seconds; stop dispatching after")
+    p.add_argument(
+        "--warmup",
+        type=number(int, Bounds(low=0, high=MAX_PROMPTS)),
+        help="warmup requests (default: one per slot)",
+    )
+    p.add_argument("--timeout", type=_SECONDS, help="per-request timeout (s)")
+    p.add_argument(
+        "--first-token-timeout", type=_SECONDS, help="first token within (s, default 300)"
+    )
+    p.add_argument(
+        "--idle-timeout", type=_SECONDS, help="no gap between tokens over (s, default 60)"
+    )
+
+
 def _add_workload_arguments(p: argparse.ArgumentParser) -> None:
     """What each request asks for: lengths, the workload kind and its files."""
     p.add_argument("--api", choices=("completions", "chat"))
-    p.add_argument("--isl", type=int, help="input length (tokens)")
-    p.add_argument("--osl", type=int, help="output length (tokens)")
-    p.add_argument("--range-ratio", type=float)
+    p.add_argument("--isl", type=_TOKENS, help="input length (tokens)")
+    p.add_argument("--osl", type=_TOKENS, help="output length (tokens)")
+    p.add_argument("--range-ratio", type=number(float, Bounds(low=0, high=1)))
     p.add_argument("--range-semantics", choices=("inferencex", "vllm", "sglang", "fixed"))
     p.add_argument(
         "--workload", choices=("random", "lognormal", "dataset", "trace", "multi-turn"), dest="kind"
     )
-    p.add_argument("--turns", type=int, metavar="N", help="multi-turn: turns per session")
-    p.add_argument("--think-time", type=float, metavar="S", help="multi-turn: s between turns")
-    p.add_argument("--turn-isl", type=int, help="multi-turn: tokens of each new user message")
-    p.add_argument("--turn-osl", type=int, help="multi-turn: output tokens of each turn")
+    p.add_argument(
+        "--turns",
+        type=number(int, Bounds(low=1, high=MAX_TURNS)),
+        metavar="N",
+        help="multi-turn: turns per session",
+    )
+    p.add_argument(
+        "--think-time",
+        type=number(float, Bounds(low=0, unit="s")),
+        metavar="S",
+        help="multi-turn: s between turns",
+    )
+    p.add_argument("--turn-isl", type=_TOKENS, help="multi-turn: tokens of each new user message")
+    p.add_argument("--turn-osl", type=_TOKENS, help="multi-turn: output tokens of each turn")
     p.add_argument("--dataset", help="JSONL prompts file (implies --workload dataset)")
     p.add_argument("--tokenizer", help="local tokenizer.json when the server has no /tokenize")
     p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop early")
-    p.add_argument("--seed", type=int)
+    p.add_argument("--seed", type=number(int, Bounds(low=0, high=MAX_SEED)))
     p.add_argument(
         "--shared-prefix",
-        type=int,
+        type=number(int, Bounds(low=0, high=MAX_TOKENS, unit="tokens")),
         metavar="TOKENS",
         help="prompts of a group start with the same TOKENS tokens (prefix-cache workloads)",
     )
-    p.add_argument("--prefix-groups", type=int, metavar="K", help="distinct shared prefixes")
+    p.add_argument(
+        "--prefix-groups",
+        type=number(int, Bounds(low=1, high=MAX_PROMPTS)),
+        metavar="K",
+        help="distinct shared prefixes",
+    )
     _add_trace_arguments(p)
 
 
@@ -122,7 +194,7 @@ def _add_trace_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--trace-format", choices=("mooncake", "azure", "inferx"))
     p.add_argument(
-        "--trace-speedup", type=float, metavar="X", help="replay X times faster (default 1)"
+        "--trace-speedup", type=_POSITIVE, metavar="X", help="replay X times faster (default 1)"
     )
     p.add_argument(
         "--trace-window",
@@ -131,7 +203,7 @@ def _add_trace_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-model-len",
-        type=int,
+        type=_TOKENS,
         metavar="N",
         help="context length: dataset/trace prompts over it are skipped and counted "
         "(default: the server's /v1/models max_model_len)",
@@ -173,6 +245,9 @@ _WORKLOAD_FLAGS = (
 )
 _LOAD_FLAGS = (
     ("arrival", "arrival"),
+    ("burstiness", "burstiness"),
+    ("ramp", "ramp"),
+    ("ramp_start_rps", "ramp_start_rps"),
     ("max_concurrency", "max_concurrency"),
     ("num_prompts", "num_prompts"),
     ("duration", "duration_s"),
@@ -208,16 +283,22 @@ def _config_file_data(args: argparse.Namespace) -> dict[str, Any]:
     return loaded.model_dump(exclude_unset=True)
 
 
+# Flags of an open loop only (argparse dests).
+_OPEN_LOOP_ONLY = ("arrival", "burstiness", "ramp", "ramp_start_rps", "max_concurrency")
+
+
 def _refuse_unused(args: argparse.Namespace, load: dict[str, Any]) -> None:
     """Open-loop flags without an open loop would be ignored: say so instead."""
     from inferx_core.errors import UserFacingError
 
     if load.get("request_rate") is None:
-        given = [f for f, d in (("--arrival", "arrival"), ("--max-concurrency", "max_concurrency"))
-                 if getattr(args, d) is not None]  # fmt: skip
+        given = [
+            f"--{d.replace('_', '-')}" for d in _OPEN_LOOP_ONLY if getattr(args, d) is not None
+        ]
         if given:
             raise UserFacingError(
-                f"{', '.join(given)} apply to an open loop only; add --request-rate RATES "
+                f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to an open loop "
+                "only; add --request-rate RATES "
                 "(closed loop: --concurrency sets the requests in flight)"
             )
 
@@ -271,13 +352,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
     config = bench_config_from_args(args)
     exporter = point_exporter(args, config.output_dir or Path("results"))
     progress = False if args.no_progress else None
-    outcomes = run_bench(config, progress=progress, on_point=db_ingester(args, exporter))
+    skipped: list[str] = []
+    outcomes = run_bench(
+        config,
+        progress=progress,
+        on_point=db_ingester(args, exporter),
+        resume=args.resume,
+        on_skip=skipped.append,
+    )
     results = [o.result for o in outcomes]
     if args.json:
         dumped = [r.model_dump(mode="json") for r in results]
         sys.stdout.write(json.dumps(dumped, indent=2, allow_nan=False) + "\n")
     else:
         print_summary(results, title=f"inferx bench {config.base_url}")
+        if skipped:
+            print(f"skipped (already complete, --resume): {', '.join(skipped)}")
         if config.output_dir:
             print(f"results: {config.output_dir}/")
     export_failed = exporter is not None and print_export_report(exporter.report, sys.stderr)

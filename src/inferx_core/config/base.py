@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict
 
 
 class StrictModel(BaseModel):
-    """A config section: a misspelt key is an error, never silently ignored."""
+    """A config section: a misspelt key is an error, never silently ignored, and a number
+    is finite (``.nan`` or ``.inf`` are refused unless a field says what inf means)."""
 
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)

@@ -11,13 +11,23 @@ reports the file, the field path and what is allowed.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, NonNegativeInt, field_validator, model_validator
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, field_validator, model_validator
 
 from inferx_core.config.base import StrictModel
+from inferx_core.config.bounds import (
+    MAX_CONCURRENCY,
+    MAX_PROMPTS,
+    MAX_REPEATS,
+    MAX_SEED,
+    MAX_TOKENS,
+    MAX_TURNS,
+    check_prompts_per_point,
+)
 from inferx_core.config.checks import check_base_url, check_fits_context, check_percentiles
 from inferx_core.config.evals import EvalsConfig
 from inferx_core.config.secrets import (
@@ -176,8 +186,12 @@ class Workload(StrictModel):
 
     api: ApiKind = "completions"
     kind: Literal["random", "lognormal", "dataset", "trace", "multi-turn"] = "random"
-    isl: int = Field(default=1024, ge=1, description="Input sequence length (tokens)")
-    osl: int = Field(default=1024, ge=1, description="Output sequence length (tokens)")
+    isl: int = Field(
+        default=1024, ge=1, le=MAX_TOKENS, description="Input sequence length (tokens)"
+    )
+    osl: int = Field(
+        default=1024, ge=1, le=MAX_TOKENS, description="Output sequence length (tokens)"
+    )
     range_ratio: float = Field(default=0.8, ge=0, le=1)
     range_semantics: RangeSemantics = Field(
         default="inferencex",
@@ -195,14 +209,18 @@ class Workload(StrictModel):
         description="Column names of a Parquet/HF/JSON dataset, e.g. {prompt: question}",
     )
     ignore_eos: bool = True
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
     shared_prefix: int = Field(
         default=0,
         ge=0,
+        le=MAX_TOKENS,
         description="Tokens every prompt of a group starts with (prefix-cache workloads; 0: none)",
     )
     prefix_groups: int = Field(
-        default=1, ge=1, description="Distinct shared prefixes; prompt i uses group i % K"
+        default=1,
+        ge=1,
+        le=MAX_PROMPTS,
+        description="Distinct shared prefixes; prompt i uses group i % K",
     )
     tokenizer: Path | None = Field(
         default=None, description="Local tokenizer.json used when the server has no /tokenize"
@@ -226,21 +244,28 @@ class Workload(StrictModel):
     max_model_len: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_TOKENS,
         description="Context length: dataset and trace prompts whose tokens + max_tokens exceed "
         "it are skipped and counted; None: the server's /v1/models max_model_len when reported",
     )
 
-    turns: int = Field(default=2, ge=1, description="multi-turn: turns per session")
-    think_time_s: float | ThinkTimeConfig = Field(
+    turns: int = Field(default=2, ge=1, le=MAX_TURNS, description="multi-turn: turns per session")
+    think_time_s: NonNegativeFloat | ThinkTimeConfig = Field(
         default=0.0,
         description="multi-turn: seconds between a reply and the next turn; a number, or "
         "{kind: exponential|lognormal|constant, mean | median and sigma}",
     )
     turn_isl: int | None = Field(
-        default=None, ge=1, description="multi-turn: tokens of each new user message (None: isl)"
+        default=None,
+        ge=1,
+        le=MAX_TOKENS,
+        description="multi-turn: tokens of each new user message (None: isl)",
     )
     turn_osl: int | None = Field(
-        default=None, ge=1, description="multi-turn: output tokens of each turn (None: osl)"
+        default=None,
+        ge=1,
+        le=MAX_TOKENS,
+        description="multi-turn: output tokens of each turn (None: osl)",
     )
 
     @field_validator("trace_window", mode="before")
@@ -271,11 +296,14 @@ class Workload(StrictModel):
 class LoadProfile(StrictModel):
     """How hard to push: closed loop over concurrencies, or open loop at a rate."""
 
-    concurrency: list[int] | None = Field(
+    concurrency: list[Annotated[int, Field(le=MAX_CONCURRENCY)]] | None = Field(
         default=None, description="Closed loop: max concurrency levels, one load point each"
     )
-    request_rate: list[float] | None = Field(
-        default=None, description="Open loop: requests/s, one load point each"
+    request_rate: list[Annotated[float, Field(allow_inf_nan=True)]] | None = Field(
+        default=None,
+        description="Open loop: requests/s, one load point each; inf (.inf in YAML): every "
+        "request at once, as vLLM's --request-rate inf (a closed loop at max_concurrency, "
+        "or at num_prompts without a cap)",
     )
     arrival: Literal["poisson", "constant"] = "poisson"
     burstiness: float = Field(
@@ -288,14 +316,24 @@ class LoadProfile(StrictModel):
         default=None, description="Open loop: ramp from ramp_start_rps up to each request_rate"
     )
     ramp_start_rps: float | None = Field(default=None, gt=0, description="The ramp's first rate")
-    max_concurrency: int | None = Field(default=None, ge=1, description="Cap for open loop")
-    num_prompts: int | None = Field(default=None, ge=1)
+    max_concurrency: int | None = Field(
+        default=None, ge=1, le=MAX_CONCURRENCY, description="Cap for open loop"
+    )
+    num_prompts: int | None = Field(
+        default=None, ge=1, le=MAX_PROMPTS, description=f"Measured prompts (at most {MAX_PROMPTS})"
+    )
     prompts_per_concurrency: int = Field(
-        default=10, ge=1, description="num_prompts default = this x concurrency (InferenceX)"
+        default=10,
+        ge=1,
+        le=MAX_PROMPTS,
+        description="num_prompts default = this x concurrency (InferenceX)",
     )
     duration_s: float | None = Field(default=None, gt=0, description="Stop dispatching after")
     warmup: int | None = Field(
-        default=None, ge=0, description="Warmup requests; default: one per concurrent slot"
+        default=None,
+        ge=0,
+        le=MAX_PROMPTS,
+        description="Warmup requests; default: one per concurrent slot",
     )
     request_timeout_s: float = Field(default=600.0, gt=0, description="Whole request, at most")
     first_token_timeout_s: float | None = Field(
@@ -309,9 +347,16 @@ class LoadProfile(StrictModel):
         gt=0,
         description="A request fails when, after its first token, no token comes for this long",
     )
+    max_sse_line_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1024,
+        description="Longest line (one event's data) a streamed reply may send; a longer one "
+        "fails its request, naming this setting (bounds the client's memory)",
+    )
     repeats: int = Field(
         default=1,
         ge=1,
+        le=MAX_REPEATS,
         description="Run every point this many times, interleaved; the result is the median "
         "run with the spread of all (`inferx docs metrics`)",
     )
@@ -339,14 +384,28 @@ class LoadProfile(StrictModel):
         for c in self.concurrency or []:
             if c < 1:
                 raise ValueError(f"concurrency levels must be >= 1, got {c}")
-        for r in self.request_rate or []:
-            if r <= 0:
-                raise ValueError(f"request rates must be > 0, got {r}")
+        self._check_rates()
+        check_prompts_per_point(self)
+        return self
+
+    def _check_rates(self) -> None:
+        rates = self.request_rate or []
+        for r in rates:
+            if not r > 0:  # nan too
+                raise ValueError(f"request rates must be > 0 (inf: all at once), got {r}")
         if self.ramp is not None and (self.request_rate is None or self.ramp_start_rps is None):
             raise ValueError(
                 "ramp needs request_rate (the end rates) and ramp_start_rps (the first rate)"
             )
-        return self
+        if not any(math.isinf(r) for r in rates):
+            return
+        if self.ramp is not None:
+            raise ValueError("a ramp needs finite request rates to ramp up to, not inf")
+        if self.max_concurrency is None and self.num_prompts is None:
+            raise ValueError(
+                "request_rate inf sends every prompt at once: give num_prompts (how many), "
+                "or max_concurrency (a closed loop at that cap)"
+            )
 
 
 class SLO(StrictModel):

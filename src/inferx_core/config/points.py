@@ -8,6 +8,7 @@ alone.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from inferx_core.config.models import LoadProfile, RunConfig, Workload
@@ -46,11 +47,17 @@ def load_points(load: LoadProfile, workload: Workload | None = None) -> list[Loa
     if load.stages:
         return [LoadPoint(stages=len(load.stages), max_concurrency=load.max_concurrency)]
     if load.request_rate is not None:
-        return [
-            LoadPoint(request_rate=r, max_concurrency=load.max_concurrency)
-            for r in load.request_rate
-        ]
+        return [_rate_point(r, load) for r in load.request_rate]
     return [LoadPoint(concurrency=c) for c in load.concurrency or [1]]
+
+
+def _rate_point(rate: float, load: LoadProfile) -> LoadPoint:
+    """An open-loop level; an infinite rate is vLLM's "every request at once": no gaps,
+    so the cap alone paces it (a closed loop at max_concurrency) or, without a cap, every
+    prompt is in flight at once (a closed loop at num_prompts, which the config requires)."""
+    if math.isinf(rate):
+        return LoadPoint(concurrency=load.max_concurrency or load.num_prompts)
+    return LoadPoint(request_rate=rate, max_concurrency=load.max_concurrency)
 
 
 def slug(text: str) -> str:

@@ -54,6 +54,7 @@ from inferx_core.pipeline.requests import (
 from inferx_core.pipeline.session_requests import build_session_requests
 from inferx_core.results.files import (
     ensure_writable,
+    is_complete,
     requests_path,
     telemetry_path,
     utc_now,
@@ -345,11 +346,15 @@ def run_bench(
     *,
     on_point: Callable[[PointOutcome], None] | None = None,
     progress: bool | None = None,
+    resume: bool = False,
+    on_skip: Callable[[str], None] | None = None,
 ) -> list[PointOutcome]:
     """The Python API: benchmark every load point of ``config``; returns their outcomes.
 
     Results are also written to ``config.output_dir`` (unless None), one JSON
-    per point plus a ``.requests.jsonl`` sidecar.
+    per point plus a ``.requests.jsonl`` sidecar. ``resume``: a point whose result
+    there is complete is not run again (``on_skip`` is told its id), as ``inferx run
+    --resume`` does.
     """
     check_workload_files(config.workload)
     if config.output_dir is not None:
@@ -358,19 +363,23 @@ def run_bench(
     model = config.model or discover_model(config.base_url, headers)
     served_len = check_server_context(config.workload, config.base_url, model, headers)
     target = BenchTarget(config.base_url, model, headers, *_usage(config), served_len)
+    prefix = config.name or slug(model.rsplit("/", 1)[-1])
+    points = _points_to_run(config, prefix, resume, on_skip)
+    if not points:
+        return []
     counter = resolve_token_counter(
         config.base_url,
         model,
         str(config.workload.tokenizer) if config.workload.tokenizer else None,
         headers=headers,
     )
-    prefix = config.name or slug(model.rsplit("/", 1)[-1])
     telemetry = local_telemetry(config) if config.telemetry else None
     outcomes: list[PointOutcome] = []
     try:
         # SIGTERM and SIGHUP write the point as Ctrl-C does; client_cpus pins the client
         with handle_interrupts(), pinned(_client_cpus(config)):
-            _run_points(config, target, counter, prefix, telemetry, outcomes, on_point, progress)
+            run = (config, target, counter, prefix, telemetry, points, outcomes, on_point, progress)
+            _run_points(*run)
     finally:
         if hasattr(counter.counter, "close"):
             counter.counter.close()  # a server tokenizer's keep-alive client and threads
@@ -394,12 +403,31 @@ def _usage(config: BenchConfig) -> tuple[bool, str | None]:
     return continuous_usage_for(engine_registry(get_plugin_manager()).get(config.engine).info)
 
 
+def _points_to_run(
+    config: BenchConfig, prefix: str, resume: bool, on_skip: Callable[[str], None] | None
+) -> list[LoadPoint]:
+    """The config's load points, less those ``resume`` finds complete in the output folder."""
+    points = load_points(config.load, config.workload)
+    if not resume or config.output_dir is None:
+        return points
+    todo = []
+    for point in points:
+        pid = point_id_for(prefix, config.workload, point)
+        if is_complete(config.output_dir, pid):
+            if on_skip is not None:
+                on_skip(pid)
+        else:
+            todo.append(point)
+    return todo
+
+
 def _run_points(
     config: BenchConfig,
     target: BenchTarget,
     counter: CounterResolution,
     prefix: str,
     telemetry: TelemetryPlan | None,
+    points: list[LoadPoint],
     outcomes: list[PointOutcome],
     on_point: Callable[[PointOutcome], None] | None,
     progress: bool | None,
@@ -425,13 +453,7 @@ def _run_points(
             outcomes.append(outcome)  # kept as it finishes: Ctrl-C keeps the earlier points
         return outcome
 
-    combined = run_repeated(
-        load_points(config.load, config.workload),
-        config.load.repeats,
-        run_one,
-        config.output_dir,
-        on_point,
-    )
+    combined = run_repeated(points, config.load.repeats, run_one, config.output_dir, on_point)
     if config.load.repeats > 1:
         outcomes.extend(combined)
 

@@ -173,6 +173,7 @@ def print_accuracy_comparison(rows: Sequence[Mapping[str, Any]], console: Any) -
     if not rows:
         return
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="Accuracy B vs A (headline figure ± stderr)")
     for col in ("point", "task", "A", "B", "B - A", "verdict"):
@@ -181,9 +182,9 @@ def print_accuracy_comparison(rows: Sequence[Mapping[str, Any]], console: Any) -
         diff = f"{row['diff']:+.4f}"
         if row.get("diff_stderr") is not None:
             diff += f" ± {row['diff_stderr']:.4f}"
-        table.add_row(
-            str(row["label"]),
-            str(row["task"]),
+        table.add_row(  # labels and tasks are data: Text, so "[...]" is not rich markup
+            Text(str(row["label"])),
+            Text(str(row["task"])),
             _figure(row["a"], row.get("a_stderr")),
             _figure(row["b"], row.get("b_stderr")),
             diff,

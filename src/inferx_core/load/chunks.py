@@ -220,6 +220,6 @@ def classify_chunk(data: str) -> ChunkInfo:
         return ChunkInfo(done=True)
     try:
         obj = parse_json(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested too deep to decode is malformed too
         return ChunkInfo(malformed=True)
     return classify_payload(obj)

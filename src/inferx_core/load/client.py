@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 from inferx_core.load.connection import RETRY, Connection
 from inferx_core.load.records import RequestRecord
+from inferx_core.load.sse import DEFAULT_MAX_SSE_LINE_BYTES
 
 #: Errors that are the client's: out of file descriptors, buffers or local ports.
 CLIENT_RESOURCE_ERRNOS = frozenset(
@@ -267,6 +268,7 @@ async def send_streaming_request(
     idle_timeout_s: float | None = None,
     first_token_timeout_s: float | None = None,
     token_idle_timeout_s: float | None = None,
+    max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
 ) -> RequestRecord:
     """POST ``payload`` to ``path`` and read the SSE answer into ``record``.
 
@@ -276,7 +278,8 @@ async def send_streaming_request(
     (connecting included); ``idle_timeout_s`` bounds every silence between
     reads; ``first_token_timeout_s`` the wait for the first generated token
     and ``token_idle_timeout_s`` every gap between tokens after it (keep-alive
-    comments do not count: see :class:`_TokenGuard`). Never raises, except
+    comments do not count: see :class:`_TokenGuard`); ``max_sse_line_bytes``
+    the longest SSE line the reply may send. Never raises, except
     ``CancelledError`` (after marking the record ``cancelled``).
     """
     loop = asyncio.get_running_loop()
@@ -287,7 +290,9 @@ async def send_streaming_request(
         guard: _TokenGuard | None = None
         try:
             conn = await pool._acquire(max(deadline - loop.time(), 0.001))
-            fut = conn.start(record, request, deadline, timeout_s, idle_timeout_s)
+            fut = conn.start(
+                record, request, deadline, timeout_s, idle_timeout_s, max_sse_line_bytes
+            )
             guard = _TokenGuard.arm(conn, record, first_token_timeout_s, token_idle_timeout_s)
             result = await fut
         except asyncio.CancelledError:

@@ -15,20 +15,28 @@ import asyncio
 from collections.abc import Callable
 from time import perf_counter_ns
 
-from inferx_core.load.http_chunks import whole_chunks
+from inferx_core.load.http_chunks import CHUNKED_STATE, ChunkedBody
 from inferx_core.load.http_reply import parse_headers, parse_status_line, unusable_reply
 from inferx_core.load.records import ErrorKind, RequestRecord
-from inferx_core.load.sse import DONE, FAILED, StreamDecoder
+from inferx_core.load.sse import DEFAULT_MAX_SSE_LINE_BYTES, DONE, FAILED, StreamDecoder
 
 __all__ = ["RETRY", "SETTLED", "Connection"]
 
 _MAX_HEAD = 64 * 1024  # a status line + headers larger than this is malformed
 _MAX_BODY_KEEP = 64 * 1024  # bytes of a non-streamed body kept for the excerpt
+# A reply is complete at [DONE] (or a finish_reason) even when the HTTP body
+# never ends (a server that keeps the connection open). Its end of body (the
+# last chunk, the Content-Length) usually follows within microseconds: wait
+# this long of silence for it, so the connection can be reused, then settle
+# without it and close the connection. After a finish_reason without [DONE]
+# wait longer, for the usage chunk that comes after it.
+_DONE_GRACE_S = 0.05
+_FINISH_GRACE_S = 0.5
 
 # Parser states of a connection.
 _IDLE = 0  # no request in flight
 _HEAD = 1  # reading the status line and headers
-_CHUNKED = 2  # reading a chunked body
+_CHUNKED = CHUNKED_STATE  # reading a chunked body (load/http_chunks.py)
 _LENGTH = 3  # reading a Content-Length body
 _EOF = 4  # reading a close-delimited body
 _OVER = 5  # the request is settled; ignore what still arrives
@@ -38,7 +46,7 @@ SETTLED = 0
 RETRY = 1  # a reused keep-alive connection died before any reply byte
 
 
-class Connection(asyncio.BufferedProtocol):
+class Connection(asyncio.BufferedProtocol, ChunkedBody):
     """One keep-alive connection and the response parser of its request.
 
     A BufferedProtocol: asyncio's plain Protocol path does ``recv(256 KiB)``
@@ -69,6 +77,8 @@ class Connection(asyncio.BufferedProtocol):
         self._content_type = ""
         self._total_handle: asyncio.TimerHandle | None = None
         self._idle_handle: asyncio.TimerHandle | None = None
+        self._end_handle: asyncio.TimerHandle | None = None  # the grace after [DONE]
+        self._max_line = DEFAULT_MAX_SSE_LINE_BYTES
         self._idle_ns = 0
         self._idle_s = 0.0
         self._rx_ns = 0
@@ -144,11 +154,13 @@ class Connection(asyncio.BufferedProtocol):
         deadline: float,
         timeout_s: float,
         idle_timeout_s: float | None,
+        max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
     ) -> asyncio.Future[int]:
         """Write the request (stamping ``send_ns``) and return its future.
 
         ``deadline`` is on the loop clock; ``timeout_s`` is only for messages.
         """
+        self._max_line = max_sse_line_bytes
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[int] = loop.create_future()
         self._fut = fut
@@ -199,6 +211,9 @@ class Connection(asyncio.BufferedProtocol):
         if self._idle_handle is not None:
             self._idle_handle.cancel()
             self._idle_handle = None
+        if self._end_handle is not None:
+            self._end_handle.cancel()
+            self._end_handle = None
         fut = self._fut
         if fut is not None and not fut.done():
             fut.set_result(value)
@@ -266,6 +281,29 @@ class Connection(asyncio.BufferedProtocol):
             t, "timeout", f"no data for {self._idle_s:g} s ({len(rec.chunk_ns)} content chunks)"
         )
 
+    def _await_body_end(self, grace_s: float) -> None:
+        """The reply is complete: give the HTTP body ``grace_s`` of silence to end."""
+        if self._end_handle is not None:
+            self._end_handle.cancel()
+        loop = asyncio.get_running_loop()
+        self._end_handle = loop.call_later(grace_s, self._on_end_grace, grace_s)
+
+    def _on_end_grace(self, grace_s: float) -> None:
+        self._end_handle = None
+        if self._state in (_IDLE, _OVER):
+            return
+        quiet = (perf_counter_ns() - self._rx_ns) / 1e9
+        if quiet < grace_s:  # bytes still arrive (a usage chunk): wait for silence
+            self._end_handle = asyncio.get_running_loop().call_later(
+                grace_s - quiet, self._on_end_grace, grace_s
+            )
+            return
+        # The server keeps the connection open after a complete reply: the reply
+        # ends at [DONE] (or its last event); the connection is not reused.
+        self._done_ns = self._done_ns or self._rx_ns
+        self.reusable = False
+        self._settle(self._rx_ns)
+
     # -- response parsing ------------------------------------------------------
 
     def _feed_head(self, data: bytes, t: int) -> None:
@@ -302,7 +340,7 @@ class Connection(asyncio.BufferedProtocol):
         self._keep_alive = version == "HTTP/1.1" and "close" not in conn_hdr
         self._content_type = headers.get("content-type", "")
         if status == 200 and "event-stream" in self._content_type:
-            self._decoder = StreamDecoder(rec)
+            self._decoder = StreamDecoder(rec, self._max_line)
         if "chunked" in headers.get("transfer-encoding", "").lower():
             self._state = _CHUNKED
             self._chunk_rem = 0
@@ -339,101 +377,6 @@ class Connection(asyncio.BufferedProtocol):
             self._length_rem = rem - len(data)
             self._body(data, t)
 
-    def _feed_chunked(self, data: bytes, t: int) -> None:
-        if self._buf:
-            data = self._buf + data
-            self._buf = b""
-        elif self._chunk_rem == 0:
-            # Fast paths: whole chunks (one SSE event each is what streaming
-            # servers send, one per read unless the client fell behind): their
-            # data goes to the body sink in one call.
-            idx = data.find(b"\r\n", 0, 10)
-            if idx > 0:
-                try:
-                    size = int(data[:idx], 16)
-                except ValueError:
-                    size = -1
-                if size > 0 and idx + size + 4 == len(data) and data[-2:] == b"\r\n":
-                    self._body(data[idx + 2 : -2], t)  # exactly one chunk
-                    return
-            parts, pos = whole_chunks(data)
-            if parts:
-                self._body(parts[0] if len(parts) == 1 else b"".join(parts), t)
-                if pos == len(data) or self._state != _CHUNKED:
-                    return
-                data = data[pos:]
-        self._feed_framed(data, t)
-
-    def _feed_framed(self, data: bytes, t: int) -> None:
-        """Walk the chunked framing of ``data``; state carries over between reads.
-
-        ``_chunk_rem``: >0 bytes left in the chunk, 0 a size line, -2 the CRLF
-        after chunk data, -3 trailers. The framing steps return the next
-        position, or -1 when they stopped reading this data.
-        """
-        pos = 0
-        n = len(data)
-        while pos < n:
-            rem = self._chunk_rem
-            if rem > 0:  # inside chunk data (the common case)
-                end = pos + rem
-                if end > n:
-                    self._body(data[pos:] if pos else data, t)
-                    self._chunk_rem = rem - (n - pos)
-                    return
-                self._body(data[pos:end] if pos or end != n else data, t)
-                pos = end
-                self._chunk_rem = -2
-                if self._state != _CHUNKED:
-                    return  # the body sink settled the request
-            elif rem == 0:
-                pos = self._chunk_size_line(data, pos, t)
-            elif rem == -2:
-                pos = self._chunk_data_end(data, pos, t)
-            else:
-                pos = self._chunk_trailer(data, pos, t)
-            if pos < 0:
-                return
-
-    def _chunk_size_line(self, data: bytes, pos: int, t: int) -> int:
-        idx = data.find(b"\r\n", pos)
-        if idx < 0:
-            self._buf = data[pos:]
-            if len(self._buf) > 1024:
-                self._fail(t, "malformed", "bad chunked framing (size line too long)")
-            return -1
-        try:
-            size = int(data[pos:idx].split(b";", 1)[0], 16)
-        except ValueError:
-            self._fail(t, "malformed", f"bad chunk size line: {data[pos:idx][:50]!r}")
-            return -1
-        self._chunk_rem = size if size > 0 else -3
-        return idx + 2
-
-    def _chunk_data_end(self, data: bytes, pos: int, t: int) -> int:
-        """The CRLF after chunk data."""
-        if len(data) - pos < 2:
-            self._buf = data[pos:]
-            return -1
-        if data[pos : pos + 2] != b"\r\n":
-            self._fail(t, "malformed", "bad chunked framing (missing CRLF after chunk)")
-            return -1
-        self._chunk_rem = 0
-        return pos + 2
-
-    def _chunk_trailer(self, data: bytes, pos: int, t: int) -> int:
-        """Trailer lines until an empty line, which ends the body."""
-        idx = data.find(b"\r\n", pos)
-        if idx < 0:
-            self._buf = data[pos:]
-            return -1
-        if idx == pos:
-            if idx + 2 < len(data):
-                self._keep_alive = False  # bytes after the body: out of sync
-            self._body_end(t)
-            return -1
-        return idx + 2
-
     def _body(self, data: bytes, t: int) -> None:
         dec = self._decoder
         if dec is not None:
@@ -441,9 +384,12 @@ class Connection(asyncio.BufferedProtocol):
             if status == DONE:
                 if not self._done_ns:
                     self._done_ns = t
+                    self._await_body_end(_DONE_GRACE_S)
             elif status == FAILED:
                 self.reusable = False
                 self._settle(t)  # the decoder already put the reason on the record
+            elif self._end_handle is None and dec.record.finish_reason is not None:
+                self._await_body_end(_FINISH_GRACE_S)
         elif self._body_len < _MAX_BODY_KEEP:
             self._body_parts.append(data)
             self._body_len += len(data)

@@ -17,6 +17,7 @@ ErrorKind = Literal[
     "malformed",  # unparseable SSE/JSON
     "no_content",  # the stream finished cleanly but carried no generated content
     "truncated",  # content, then the body ended with neither [DONE] nor a finish_reason
+    "usage",  # the server's usage is not a non-negative integer or disagrees with the stream
     "client_resource",  # the client ran out of file descriptors/ports: its fault, not the server's
     "cancelled",  # the benchmark stopped before the request finished
 ]
@@ -72,16 +73,23 @@ class RequestRecord:
 
     @property
     def output_tokens(self) -> int:
-        """Server-reported output tokens, else the number of content chunks."""
-        if self.usage_output_tokens is not None:
-            return self.usage_output_tokens
-        if self.chunk_tokens is not None:
-            return sum(self.chunk_tokens)
+        """Server-reported output tokens, else the number of content chunks (never negative)."""
+        usage = self.usage_output_tokens
+        if type(usage) is int and usage >= 0:
+            return usage
+        tokens = self.chunk_tokens
+        if (
+            tokens is not None
+            and len(tokens) == len(self.chunk_ns)
+            and all(type(k) is int and k >= 0 for k in tokens)
+        ):
+            return sum(tokens)
         return len(self.chunk_ns)
 
     @property
     def output_token_source(self) -> TokenSource:
-        return "usage" if self.usage_output_tokens is not None else "chunks"
+        usage = self.usage_output_tokens
+        return "usage" if type(usage) is int and usage >= 0 else "chunks"
 
     def to_json(self) -> dict[str, Any]:
         row = asdict(self)

@@ -44,6 +44,7 @@ from inferx_core.load.client import ConnectionPool, send_streaming_request
 from inferx_core.load.records import RequestRecord
 from inferx_core.load.session_dispatch import SessionDispatch
 from inferx_core.load.sessions import Session
+from inferx_core.load.sse import DEFAULT_MAX_SSE_LINE_BYTES
 from inferx_core.load.stages import Slots, Stage, StagedDispatch, StageWindow
 from inferx_core.load.units import PreparedRequest, Unit, gather_or_cancel
 
@@ -78,6 +79,7 @@ class LoadConfig:
     idle_timeout_s: float | None = None  # per request, silence between reads
     first_token_timeout_s: float | None = None  # per request, send -> first generated token
     token_idle_timeout_s: float | None = None  # per request, gap between generated tokens
+    max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES  # per reply, longest SSE line
     # Freeze the objects that exist before the run out of the cyclic GC, so
     # a full collection during the run does not walk them (a pause that
     # would delay chunk timestamps).
@@ -269,6 +271,7 @@ class LoadScheduler(StagedDispatch, SessionDispatch):
                 idle_timeout_s=cfg.idle_timeout_s,
                 first_token_timeout_s=cfg.first_token_timeout_s,
                 token_idle_timeout_s=cfg.token_idle_timeout_s,
+                max_sse_line_bytes=cfg.max_sse_line_bytes,
             )
         finally:
             del self._in_flight[task]

@@ -35,13 +35,16 @@ from inferx_core.load.chunks import (
     struct_reply_text,
 )
 from inferx_core.load.records import RequestRecord
+from inferx_core.load.usage import usage_disagreement, usage_value_problem
 
 __all__ = [
     "CONTINUE",
+    "DEFAULT_MAX_SSE_LINE_BYTES",
     "DONE",
     "FAILED",
     "ChunkInfo",
     "SSEEvent",
+    "SSELineTooLong",
     "SSEParser",
     "StreamDecoder",
     "classify_chunk",
@@ -87,28 +90,68 @@ class SSEEvent(NamedTuple):
     event: str = "message"
 
 
+#: The longest SSE line (and one event's data) a reply may send, by default
+#: (``load.max_sse_line_bytes``): far above any real chunk, a bound on memory.
+DEFAULT_MAX_SSE_LINE_BYTES = 16 * 1024 * 1024
+
+
+class SSELineTooLong(ValueError):
+    """A line (or one event's data) of the stream is longer than the parser's limit."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(
+            f"the server sent an SSE line longer than {limit} bytes "
+            "(load.max_sse_line_bytes); raise load.max_sse_line_bytes if such events are expected"
+        )
+
+
 class SSEParser:
     """Incremental event-stream parser: ``feed(bytes) -> [SSEEvent]``.
 
     The result of feeding a byte stream does not depend on how it was split
-    into reads (a property the tests check with hypothesis).
+    into reads (a property the tests check with hypothesis). A line is
+    assembled once, when its end arrives: the pieces of an unterminated line
+    are kept as a list and only the new bytes are searched for line ends, so
+    a long line costs time linear in its length (``copied_bytes`` counts the
+    bytes joined). A line or an event's data longer than ``max_line_bytes``
+    raises :class:`SSELineTooLong`, so memory stays bounded.
     """
 
-    __slots__ = ("_data", "_event", "_skip_lf", "_tail")
+    __slots__ = (
+        "_data",
+        "_data_len",
+        "_event",
+        "_max",
+        "_pending",
+        "_pending_len",
+        "_skip_lf",
+        "copied_bytes",
+    )
 
-    def __init__(self) -> None:
-        self._tail = b""  # an unterminated line carried to the next read
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES) -> None:
+        self._max = max_line_bytes
+        # The pieces of an unterminated line carried to the next read (none
+        # holds a CR or LF: those end a line) and their total length.
+        self._pending: list[bytes] = []
+        self._pending_len = 0
         self._data: list[bytes] = []  # data lines of the event being built
+        self._data_len = 0
         self._event = b""
         # The previous read ended in CR: an LF at the start of the next read
         # is the second half of that CRLF, not an empty line.
         self._skip_lf = False
+        self.copied_bytes = 0  # bytes copied to join carried pieces into lines
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Consume bytes; return the events completed by them."""
         if not chunk:
             return []
-        if chunk[-2:] == b"\n\n" and not (self._tail or self._data or self._event or self._skip_lf):
+        if (
+            chunk[-2:] == b"\n\n"
+            and not (self._pending or self._data or self._event or self._skip_lf)
+            and len(chunk) <= self._max
+        ):
             # Fast paths: whole ``data: ...`` events, one line each (what
             # OpenAI-compatible servers send, one event per read).
             if chunk[:6] == b"data: ":
@@ -128,27 +171,67 @@ class SSEParser:
                 chunk = chunk[1:]
                 if not chunk:
                     return []
-        buf = self._tail + chunk if self._tail else chunk
-        if b"\r" in buf:
+        if b"\r" in chunk:
             # A CR ends a line at once (so an event ending in CR is not held
             # back until the next read); a following LF is skipped.
-            self._skip_lf = buf[-1] == 13
-            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        lines = buf.split(b"\n")
-        self._tail = lines.pop()
+            self._skip_lf = chunk[-1] == 13
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        elif b"\n" not in chunk:
+            self._carry(chunk)  # the middle of a line: nothing ends here
+            return []
+        lines = chunk.split(b"\n")
+        tail = lines.pop()
+        if self._pending:  # the first line began in an earlier read
+            self._pending.append(lines[0])
+            lines[0] = b"".join(self._pending)
+            self.copied_bytes += len(lines[0])
+        # (Under pending + chunk bytes in all, no line here can be too long.)
+        if self._pending_len + len(chunk) > self._max and any(
+            len(line) > self._max for line in lines
+        ):
+            self._too_long()
+        self._pending = []
+        self._pending_len = 0
+        if tail:
+            self._carry(tail)
+        return self._parse(lines)
+
+    def _carry(self, piece: bytes) -> None:
+        self._pending.append(piece)
+        self._pending_len += len(piece)
+        if self._pending_len > self._max:
+            self._too_long()
+
+    def _too_long(self) -> None:
+        self._pending = []
+        self._pending_len = 0
+        self._data = []
+        self._data_len = 0
+        raise SSELineTooLong(self._max)
+
+    def _parse(self, lines: list[bytes]) -> list[SSEEvent]:
+        """Complete lines to events (a blank line dispatches the event built so far)."""
         out: list[SSEEvent] = []
         data = self._data
+        size = self._data_len
+        limit = self._max
         for line in lines:
             if not line:  # blank line: dispatch
                 if data:
                     out.append(self._dispatch())
                     data = self._data
+                    size = 0
                 else:
                     self._event = b""
             elif line[:5] == b"data:":  # the hot path
-                data.append(line[6:] if line[5:6] == b" " else line[5:])
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                data.append(value)
+                size += len(value)
+                if size > limit:  # an event of many lines is held whole until dispatched
+                    self._too_long()
             elif line[0] != 58:  # not a ':' comment (keep-alive pings)
                 self._other_field(line, data)
+        self._data_len = size
         return out
 
     def _other_field(self, line: bytes, data: list[bytes]) -> None:
@@ -182,7 +265,8 @@ class SSEParser:
         if (
             chunk[:6] != b"data: "
             or chunk[-2:] != b"\n\n"
-            or self._tail
+            or self._pending
+            or len(chunk) > self._max
             or self._data
             or self._event
             or self._skip_lf
@@ -201,7 +285,8 @@ class SSEParser:
         chunk of servers that close without the trailing blank line. An
         unterminated last line is still dropped (it may be truncated).
         """
-        self._tail = b""
+        self._pending = []
+        self._pending_len = 0
         self._skip_lf = False
         if self._data:
             return [self._dispatch()]
@@ -212,16 +297,24 @@ class SSEParser:
         text = (data[0] if len(data) == 1 else b"\n".join(data)).decode("utf-8", "replace")
         event = self._event.decode("utf-8", "replace") if self._event else "message"
         self._data = []
+        self._data_len = 0
         self._event = b""
         return SSEEvent(text, event)
 
 
-def _record_usage(rec: RequestRecord, usage: dict[str, Any], completion_tokens: Any) -> None:
-    if completion_tokens is not None:
-        rec.usage_output_tokens = completion_tokens
+def _record_usage(rec: RequestRecord, usage: dict[str, Any], completion_tokens: Any) -> str | None:
+    """Keep a usage block's counts on the record; why they are no token counts, else None."""
     pt = usage.get("prompt_tokens")
-    if pt is not None:
-        rec.usage_prompt_tokens = pt
+    ct = completion_tokens
+    if (ct is None or (type(ct) is int and ct >= 0)) and (
+        pt is None or (type(pt) is int and pt >= 0)
+    ):
+        if ct is not None:
+            rec.usage_output_tokens = ct
+        if pt is not None:
+            rec.usage_prompt_tokens = pt
+        return None
+    return usage_value_problem("completion_tokens", ct) or usage_value_problem("prompt_tokens", pt)
 
 
 # StreamDecoder.feed results.
@@ -242,9 +335,11 @@ class StreamDecoder:
 
     __slots__ = ("_chunk_tokens", "_events", "_last_ct", "done", "failed", "parser", "record")
 
-    def __init__(self, record: RequestRecord) -> None:
+    def __init__(
+        self, record: RequestRecord, max_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES
+    ) -> None:
         self.record = record
-        self.parser = SSEParser()
+        self.parser = SSEParser(max_line_bytes)
         self.done = False
         self.failed = False
         self._chunk_tokens: list[int] | None = []
@@ -258,7 +353,11 @@ class StreamDecoder:
         payloads = self.parser.whole_data_events(data)
         if payloads is not None:  # the hot path
             return self._on_structs(payloads, t_ns) if _typed else self._on_dicts(payloads, t_ns)
-        for ev in self.parser.feed(data):
+        try:
+            events = self.parser.feed(data)
+        except SSELineTooLong as exc:
+            return self._fail("malformed", str(exc))
+        for ev in events:
             status = self._on_event(ev.data, t_ns)
             if status:
                 return status
@@ -292,6 +391,9 @@ class StreamDecoder:
                 "finish_reason (truncated)"
             )
             rec.error_kind = "truncated"
+        elif rec.error is None and (why := usage_disagreement(rec)):
+            rec.error = why
+            rec.error_kind = "usage"
 
     def _on_event(self, data: str, t_ns: int) -> int:
         """One event by the standard library's rules (the reference for the fast paths)."""
@@ -301,7 +403,7 @@ class StreamDecoder:
             return DONE
         try:
             obj = _parse_json(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # a chunk nested thousands deep is no chunk either
             return self._fail("malformed", f"invalid JSON in stream: {data[:200]!r}")
         if type(obj) is not dict:
             return self._fail("malformed", f"stream chunk is not a JSON object: {data[:200]!r}")
@@ -343,8 +445,8 @@ class StreamDecoder:
             finish = c0.get("finish_reason")
             if finish:
                 rec.finish_reason = finish
-        if usage is not None:
-            _record_usage(rec, usage, ct)
+        if usage is not None and (why := _record_usage(rec, usage, ct)):
+            return self._fail("usage", why)
         return CONTINUE
 
     def _on_structs(self, payloads: list[bytes], t_ns: int) -> int:
@@ -379,8 +481,8 @@ class StreamDecoder:
                         rec.reply_parts.append(struct_reply_text(c0))
                 if finish := c0.finish_reason:
                     rec.finish_reason = finish
-            if usage is not None:
-                _record_usage(rec, usage, ct)
+            if usage is not None and (why := _record_usage(rec, usage, ct)):
+                return self._fail("usage", why)
         return CONTINUE
 
     def _on_content(self, sent: Any, ct: Any, t_ns: int) -> None:

@@ -10,6 +10,7 @@ from itertools import pairwise
 from typing import Literal
 
 from inferx_core.load.records import RequestRecord
+from inferx_core.load.usage import is_token_count
 
 # usage: the server's usage block; chunk_tokens: the server's per-chunk token
 # counts; chunk_count: one token per content chunk (an estimate).
@@ -40,18 +41,26 @@ class RequestMetrics:
 
 def valid_chunk_tokens(rec: RequestRecord) -> list[int] | None:
     ct = rec.chunk_tokens
-    if ct is None or len(ct) != len(rec.chunk_ns) or any(k < 0 for k in ct):
+    if ct is None or len(ct) != len(rec.chunk_ns) or not all(map(is_token_count, ct)):
         return None
     return list(ct)
 
 
 def _output_tokens(rec: RequestRecord) -> tuple[int, OutputTokenSource]:
-    if rec.usage_output_tokens is not None:
-        return int(rec.usage_output_tokens), "usage"
+    # Only a count the usage check accepts is used: a negative, float or string
+    # "usage" (a record read back from a file, built by hand) never reaches a
+    # throughput; the stream decoder already failed such a request.
+    if is_token_count(rec.usage_output_tokens):
+        return rec.usage_output_tokens, "usage"  # type: ignore[return-value]
     ct = valid_chunk_tokens(rec)
     if ct is not None:
         return sum(ct), "chunk_tokens"
     return len(rec.chunk_ns), "chunk_count"
+
+
+def _input_tokens(rec: RequestRecord) -> int:
+    """The prompt's measured tokens; never negative (every throughput adds them)."""
+    return max(int(rec.prompt_tokens), 0)
 
 
 def request_metrics(rec: RequestRecord) -> RequestMetrics:
@@ -61,7 +70,7 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
         return RequestMetrics(
             request_id=rec.request_id,
             ok=False,
-            input_tokens=int(rec.prompt_tokens),
+            input_tokens=_input_tokens(rec),
             output_tokens=0,
             output_token_source=source,
             ttft_ms=None,
@@ -91,7 +100,7 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
     return RequestMetrics(
         request_id=rec.request_id,
         ok=True,
-        input_tokens=int(rec.prompt_tokens),
+        input_tokens=_input_tokens(rec),
         output_tokens=out_tokens,
         output_token_source=source,
         ttft_ms=ttft_ns / _NS_PER_MS,

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from inferx_core.load.records import RequestRecord
+from inferx_core.load.usage import is_token_count
 from inferx_core.metrics.requests import (
     OutputTokenSource,
     RequestMetrics,
@@ -216,8 +217,8 @@ def _put_counts(f: _Fields, w: _Window, total: int, measured: int) -> None:
     f.put("total_input_tokens", sum(m.input_tokens for _, m in ok))
     f.put("total_output_tokens", sum(m.output_tokens for _, m in ok))
     server_in = [r.usage_prompt_tokens for r, _ in ok]
-    if ok and all(v is not None for v in server_in):
-        f.put("total_input_tokens_server", sum(int(v) for v in server_in if v is not None))
+    if ok and all(map(is_token_count, server_in)):
+        f.put("total_input_tokens_server", sum(server_in))  # type: ignore[arg-type]
     else:
         why = NO_OK if w.no_success else "usage_prompt_tokens_missing"
         f.put("total_input_tokens_server", None, why)
@@ -234,6 +235,8 @@ def _put_counts(f: _Fields, w: _Window, total: int, measured: int) -> None:
 def _put_throughput(f: _Fields, w: _Window, slo: dict[str, float] | None) -> None:
     total_input = f.data["total_input_tokens"]
     total_output = f.data["total_output_tokens"]
+    # request_metrics counts only non-negative tokens (the usage check): no throughput below 0.
+    assert total_input >= 0 and total_output >= 0, (total_input, total_output)
     good = [m for _, m in w.ok if _meets_slos(m, slo)] if slo is not None else []
     f.put("request_throughput", len(w.ok) / w.duration_s)
     f.put("request_goodput", None if slo is None else len(good) / w.duration_s, "no_slo_given")

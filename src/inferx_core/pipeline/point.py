@@ -217,6 +217,7 @@ def _load_config(
         stages=tuple(Stage(s.duration_s, s.rate, s.concurrency) for s in load.stages or ()),
     )
 
+        max_sse_line_bytes=load.max_sse_line_bytes,
 
 def _with_target(
     source: PointSource, point_id: str, point: LoadPoint, target: BenchTarget, workload: Workload

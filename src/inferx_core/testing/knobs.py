@@ -46,6 +46,16 @@ class ServerKnobs:
     stamp: bool = False
     model: str = "test-model"
     max_model_len: int = 131072
+    # Hostile servers. Report this JSON value as usage.completion_tokens /
+    # usage.prompt_tokens instead of the true count (1 after 8 chunks, -20,
+    # 3.7, "7", true: every shape a client must refuse).
+    usage_completion: Any = None
+    usage_prompt: Any = None
+    # End the reply ([DONE], or the finish_reason chunk with fail="no_done")
+    # but never the HTTP body: no last chunk, the connection stays open.
+    hold_open: bool = False
+    # Pad the first content chunk's text with this many bytes: one long SSE line.
+    long_line_bytes: int = 0
 
     def merged(self, overrides: Any) -> ServerKnobs:
         """These knobs with a request's ``x_test`` overrides applied."""

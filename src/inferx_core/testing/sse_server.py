@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -93,6 +94,14 @@ class ServerProcess:
             argv.append("--comments")
         if k.stamp:
             argv.append("--stamp")
+        for flag, value in (("--usage-completion", k.usage_completion),
+                            ("--usage-prompt", k.usage_prompt)):  # fmt: skip
+            if value is not None:
+                argv += [flag, json.dumps(value)]
+        if k.hold_open:
+            argv.append("--hold-open")
+        if k.long_line_bytes:
+            argv += ["--long-line-bytes", str(k.long_line_bytes)]
         return argv
 
     def __enter__(self) -> ServerProcess:
@@ -180,6 +189,30 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="put the server's perf_counter_ns in each chunk (x_sent_ns, x_recv_ns)",
     )
+    ap.add_argument(
+        "--usage-completion",
+        type=json.loads,
+        default=None,
+        help="hostile: report this JSON value as usage.completion_tokens (e.g. 1, -20, 3.7, "
+        "'\"7\"')",
+    )
+    ap.add_argument(
+        "--usage-prompt",
+        type=json.loads,
+        default=None,
+        help="hostile: report this JSON value as usage.prompt_tokens",
+    )
+    ap.add_argument(
+        "--hold-open",
+        action="store_true",
+        help="hostile: end each reply but never its HTTP body (no last chunk; connection open)",
+    )
+    ap.add_argument(
+        "--long-line-bytes",
+        type=int,
+        default=0,
+        help="hostile: pad the first content chunk with this many bytes (one long SSE line)",
+    )
     ap.add_argument("--model", default="test-model", help="served model name (%(default)s)")
     ap.add_argument("--max-model-len", type=int, default=131072, help="context /v1/models reports")
     return ap
@@ -200,6 +233,10 @@ def knobs_from_args(a: argparse.Namespace) -> ServerKnobs:
         stamp=a.stamp,
         model=a.model,
         max_model_len=a.max_model_len,
+        usage_completion=a.usage_completion,
+        usage_prompt=a.usage_prompt,
+        hold_open=a.hold_open,
+        long_line_bytes=a.long_line_bytes,
     )
 
 

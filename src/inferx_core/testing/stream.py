@@ -188,9 +188,13 @@ class ScriptedStream:
             self.handle = None
 
     def _usage(self, completion: int) -> bytes:
-        return b'"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}' % (
-            self.prompt_tokens,
-            completion,
+        k = self.knobs
+        # A hostile server's usage says what its knobs say, not what it sent.
+        ct = b"%d" % completion if k.usage_completion is None else compact_json(k.usage_completion)
+        pt = b"%d" % self.prompt_tokens if k.usage_prompt is None else compact_json(k.usage_prompt)
+        return b'"usage":{"prompt_tokens":%b,"completion_tokens":%b,"total_tokens":%d}' % (
+            pt,
+            ct,
             self.prompt_tokens + completion,
         )
 
@@ -210,7 +214,7 @@ class ScriptedStream:
         tpc = max(int(k.tokens_per_chunk), 1)
         ntok = min(tpc, self.n_tokens - self.sent_tokens)
         self.sent_tokens += ntok
-        text = b"tok " * ntok
+        text = b"tok " * ntok + (b"x" * k.long_line_bytes if i == 0 else b"")
         last = i == self.n_chunks - 1
         body = self.prefix
         if self.chat:
@@ -247,6 +251,9 @@ class ScriptedStream:
             )
         if k.fail != "no_done":
             out += _DONE_FRAME
+        if k.hold_open:  # the reply is over, the HTTP body never ends
+            self.proto.write(out)
+            return
         out += _LAST_CHUNK
         self.proto.write(out)
         self.proto.response_done()

@@ -215,9 +215,16 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
+    from inferx_core.dashboard.data import points_from_paths
     from inferx_core.dashboard.page import dashboard_points, serve, write_dashboard
 
-    points = dashboard_points(db_url=args.db, paths=args.paths)
+    if args.paths:
+        skipped: list[tuple[str, str]] = []
+        points = points_from_paths(args.paths, skipped)
+        for path, why in skipped:
+            sys.stderr.write(f"inferx: skipped {path}: {why}\n")
+    else:
+        points = dashboard_points(db_url=args.db)
     out = write_dashboard(points, Path(args.output), title=args.title)
     print(f"wrote {out} ({len(points)} point(s))")
     if args.serve:

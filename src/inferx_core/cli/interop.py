@@ -66,7 +66,7 @@ def point_exporter(args: argparse.Namespace, output_dir: Path, roots: Sequence[P
 
 
 def print_export_report(report: Any, out: Any = None) -> int:
-    """What was written and skipped; 1 when a point could not be exported."""
+    """What was written and skipped; 1 when a point or a result file could not be exported."""
     out = out or sys.stdout
     for path in report.written:
         out.write(f"wrote {path}\n")
@@ -74,7 +74,10 @@ def print_export_report(report: Any, out: Any = None) -> int:
         out.write(f"  {pid}: InferenceX metadata {meta}\n")
     for pid, fmt, why in report.skipped:
         sys.stderr.write(f"inferx: not exported: {pid} as {fmt}: {why}\n")
-    return 1 if report.skipped else 0
+    unusable = report.unusable
+    for path, why in unusable:
+        sys.stderr.write(f"inferx: skipped {path}: {why}\n")
+    return 1 if report.skipped or unusable else 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -198,7 +198,8 @@ def plan(
 def render_plan(plans: list[dict[str, Any]]) -> None:
     from rich.console import Console
 
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    # No repr highlighting: its regexes take time quadratic in a long word (a model path).
+    console = Console(width=None if sys.stdout.isatty() else 160, highlight=False)
     for item in plans:
         spec = item["spec"]
         console.rule(f"[bold]{item['server']}[/] ({item['engine']} via {item['plugin']})")

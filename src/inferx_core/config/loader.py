@@ -7,13 +7,14 @@ Every error names the file, the line where YAML knows it, the field path
 from __future__ import annotations
 
 import difflib
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from inferx_core.config.models import BenchConfig, RunConfig, is_bench, is_sweep
+from inferx_core.config.parsing import ParseError, loads_json, loads_yaml, read_bounded
+from inferx_core.config.points import PointIdError, checked_id, point_ids, slug
 from inferx_core.config.sweep import SweepConfig
 from inferx_core.errors import UserFacingError
 
@@ -28,29 +29,26 @@ class ConfigError(UserFacingError, ValueError):
         super().__init__(f"invalid config {path}:\n{body}")
 
 
-def _yaml_positions(text: str) -> dict[tuple[Any, ...], int]:
-    """Map each key path in a YAML document to its 1-based line number."""
+def _yaml_positions(root: Any) -> dict[tuple[Any, ...], int]:
+    """Map each key path of a composed YAML document to its 1-based line number.
+
+    Iterative; the composer has bounded the nesting and the values aliases expand to.
+    """
     import yaml
 
     positions: dict[tuple[Any, ...], int] = {}
-
-    def walk(node: Any, path: tuple[Any, ...]) -> None:
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(root, ())] if root is not None else []
+    while stack:
+        node, path = stack.pop()
         if isinstance(node, yaml.MappingNode):
             for key_node, value_node in node.value:
                 key_path = (*path, key_node.value)
                 positions[key_path] = key_node.start_mark.line + 1
-                walk(value_node, key_path)
+                stack.append((value_node, key_path))
         elif isinstance(node, yaml.SequenceNode):
             for i, item in enumerate(node.value):
                 positions[(*path, i)] = item.start_mark.line + 1
-                walk(item, (*path, i))
-
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return positions
-    if root is not None:
-        walk(root, ())
+                stack.append((item, (*path, i)))
     return positions
 
 
@@ -98,28 +96,24 @@ def format_validation_error(
     return problems
 
 
-def parse_config_text(text: str, path: Path | str) -> RunConfig | SweepConfig | BenchConfig:
-    path = Path(path)
+def _parse_data(text: str, path: Path) -> tuple[Any, dict[tuple[Any, ...], int]]:
+    """The file's data and, for YAML, the line of each key path."""
     suffix = path.suffix.lower()
-    positions: dict[tuple[Any, ...], int] = {}
     try:
         if suffix == ".json":
-            data = json.loads(text)
-        elif suffix in (".yaml", ".yml"):
-            import yaml
+            # NaN/Infinity stay allowed: YAML configs have .nan/.inf; the models decide.
+            return loads_json(text, finite=False, unique_keys=True), {}
+        if suffix in (".yaml", ".yml"):
+            data, root = loads_yaml(text)
+            return data, _yaml_positions(root)
+    except ParseError as exc:
+        raise ConfigError(path, [str(exc)]) from None
+    raise ConfigError(path, [f"unknown config format {suffix!r}; use .yaml, .yml or .json"])
 
-            data = yaml.safe_load(text)
-            positions = _yaml_positions(text)
-        else:
-            raise ConfigError(path, [f"unknown config format {suffix!r}; use .yaml, .yml or .json"])
-    except json.JSONDecodeError as exc:
-        raise ConfigError(path, [f"line {exc.lineno}: invalid JSON: {exc.msg}"]) from exc
-    except ImportError as exc:  # pragma: no cover - PyYAML is a dependency
-        raise ConfigError(path, [f"cannot read YAML: {exc}"]) from exc
-    except Exception as exc:
-        if type(exc).__module__.startswith("yaml"):
-            raise ConfigError(path, [f"invalid YAML: {exc}"]) from exc
-        raise
+
+def parse_config_text(text: str, path: Path | str) -> RunConfig | SweepConfig | BenchConfig:
+    path = Path(path)
+    data, positions = _parse_data(text, path)
     if data is None:
         raise ConfigError(path, ["file is empty; a minimal config is `engine: vllm` + `model: ID`"])
     if not isinstance(data, dict):
@@ -128,18 +122,50 @@ def parse_config_text(text: str, path: Path | str) -> RunConfig | SweepConfig | 
         SweepConfig if is_sweep(data) else BenchConfig if is_bench(data) else RunConfig
     )
     try:
-        return model.model_validate(data)  # type: ignore[return-value]
+        config = model.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(path, format_validation_error(exc, model, positions)) from None
+    try:
+        _check_ids(config)  # type: ignore[arg-type]
+    except PointIdError as exc:  # ids name files: one too long is this file's to fix
+        raise ConfigError(path, [str(exc)]) from None
+    return config  # type: ignore[return-value]
+
+
+def _check_ids(config: RunConfig | SweepConfig | BenchConfig) -> None:
+    """Every point id the config makes fits in a file name (:class:`PointIdError`)."""
+    if isinstance(config, BenchConfig):  # its ids start with the name or the model's last part
+        model = config.model.rstrip("/").rsplit("/", 1)[-1] if config.model else None
+        for value in (config.name, model):
+            if value:
+                checked_id(slug(value))
+        return
+    if isinstance(config, RunConfig):
+        point_ids(config)
+        return
+    try:
+        runs = config.expand()
+    except PointIdError:
+        raise
+    except UserFacingError:
+        return  # a sweep that cannot expand says why where it is expanded
+    for run in runs:
+        point_ids(run)
+
+
+#: A config is a few kilobytes; this bounds what one can make the loader read.
+MAX_CONFIG_BYTES = 1 << 20
 
 
 def load_config(path: Path | str) -> RunConfig | SweepConfig | BenchConfig:
     """Read a run, sweep (top-level ``base:``) or bench (``base_url:``, no engine) config."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, MAX_CONFIG_BYTES, "config")
     except OSError as exc:
         raise ConfigError(path, [f"cannot read file: {exc.strerror or exc}"]) from exc
+    except ParseError as exc:
+        raise ConfigError(path, [str(exc)]) from None
     return parse_config_text(text, path)
 
 

@@ -13,8 +13,38 @@ from dataclasses import dataclass
 
 from inferx_core.config.models import LoadProfile, RunConfig, Workload
 from inferx_core.config.trace_checks import untimed_session_trace
+from inferx_core.errors import UserFacingError
 
-__all__ = ["LoadPoint", "load_points", "point_id_for", "point_ids", "server_id", "slug"]
+__all__ = [
+    "MAX_ID_BYTES",
+    "LoadPoint",
+    "PointIdError",
+    "checked_id",
+    "load_points",
+    "point_id_for",
+    "point_ids",
+    "server_id",
+    "slug",
+]
+
+#: Ids name files and folders (255 bytes), with suffixes such as ``.telemetry.jsonl``
+#: and an export's ``power_validation_`` prefix.
+MAX_ID_BYTES = 200
+
+
+class PointIdError(UserFacingError, ValueError):
+    """A server or point id too long to be a file name."""
+
+
+def checked_id(point_id: str) -> str:
+    """``point_id`` when it fits in a file name, else a :class:`PointIdError` saying what to do."""
+    size = len(point_id.encode())
+    if size > MAX_ID_BYTES:
+        raise PointIdError(
+            f"the id {point_id[:40]}... is {size} bytes; ids name result files (at most "
+            f"{MAX_ID_BYTES}): set a shorter `name:` or `model:` (its last path part)"
+        )
+    return point_id
 
 
 @dataclass(frozen=True)
@@ -76,7 +106,7 @@ def point_id_for(prefix: str, workload: Workload, point: LoadPoint) -> str:
     if workload.kind == "multi-turn":
         isl, osl = workload.turn_isl or workload.isl, workload.turn_osl or workload.osl
         shape = f"multi-turn{workload.turns}-isl{isl}-osl{osl}"
-    return slug(f"{prefix}-{workload.api}-{shape}-{point.key}")
+    return checked_id(slug(f"{prefix}-{workload.api}-{shape}-{point.key}"))
 
 
 def server_id(cfg: RunConfig) -> str:
@@ -92,7 +122,7 @@ def server_id(cfg: RunConfig) -> str:
         parts.append(f"ep{par.ep}")
     if cfg.kv_cache_dtype:
         parts.append(f"kv{cfg.kv_cache_dtype}")
-    return slug("-".join(parts))
+    return checked_id(slug("-".join(parts)))
 
 
 def point_ids(cfg: RunConfig) -> list[tuple[LoadPoint, str]]:

@@ -34,15 +34,20 @@ def points_from_db(url: str | None, filters: Any = None) -> list[dict[str, Any]]
         return db.points(filters)
 
 
-def points_from_paths(paths: Sequence[Path | str]) -> list[dict[str, Any]]:
-    """Every result under each folder (InferX, vLLM, InferenceX), labelled by the folder."""
+def points_from_paths(
+    paths: Sequence[Path | str], skipped: list[tuple[str, str]] | None = None
+) -> list[dict[str, Any]]:
+    """Every result under each folder (InferX, vLLM, InferenceX), labelled by the folder;
+    files that could not be used are added to ``skipped`` as (path, why)."""
     from inferx_core.db.ingest import collect
     from inferx_core.db.records import point_rows
 
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for entry in paths:
-        results, sources, _, _ = collect([entry])
+        results, sources, unusable, _ = collect([entry])
+        if skipped is not None:
+            skipped += unusable
         label = Path(entry).name or str(entry)
         for row in point_rows(results, sources):
             record = dict(zip(INDEX_COLUMNS, row.values, strict=True))

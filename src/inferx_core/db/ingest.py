@@ -20,22 +20,17 @@ from inferx_core.results.model import PointResultBase
 
 __all__ = ["PointIngester", "ingest_paths"]
 
-_NOT_A_RESULT = "not an InferX result"
-
 
 def _imported(path: Path) -> tuple[list[PointResultBase], str | None]:
     """(results, None) from a vLLM / InferenceX file; ([], why) for a broken one;
     ([], "") for JSON of another kind (configs, platform files: ignored, not an error)."""
-    import json
-
-    from inferx_core.interop.importers import import_file, sniff
+    from inferx_core.interop.importers import import_data, read_import, sniff
 
     try:
-        if sniff(json.loads(path.read_text(encoding="utf-8"))) is None:
+        data = read_import(path)  # as strict as the result readers: NaN, nesting, size
+        if sniff(data) is None:
             return [], ""
-        return list(import_file(path)), None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return [], f"{path}: not a readable JSON file ({exc})"
+        return list(import_data(data, path)), None
     except UserFacingError as exc:
         return [], str(exc)
     except (ValueError, KeyError, TypeError) as exc:  # a file that sniffs right but is malformed
@@ -46,7 +41,7 @@ def collect(
     paths: Iterable[Path | str],
 ) -> tuple[list[PointResultBase], dict[int, str], list[tuple[str, str]], list[str]]:
     """(results, index -> source path, [(path, why skipped)], [ignored files]) under ``paths``."""
-    from inferx_core.results.read import load_results
+    from inferx_core.results.read import NOT_A_RESULT, load_results
 
     loaded = load_results(paths)
     results: list[PointResultBase] = []
@@ -59,7 +54,7 @@ def collect(
     skipped: list[tuple[str, str]] = []
     ignored: list[str] = []
     for path, why in loaded.skipped:
-        if not why.startswith(_NOT_A_RESULT):
+        if not why.startswith(NOT_A_RESULT):
             skipped.append((str(path), why))
             continue
         found, reason = _imported(Path(path))

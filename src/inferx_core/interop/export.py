@@ -10,7 +10,6 @@ others are still written.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,15 @@ from inferx_core.interop.vllm_bench import vllm_bench_result
 from inferx_core.load.records import RequestRecord
 from inferx_core.results.files import write_json_atomic
 from inferx_core.results.model import PointResultBase
-from inferx_core.results.read import EXPORT_MARKER, is_result, load_results, read_request_records
+from inferx_core.results.read import (
+    EXPORT_MARKER,
+    is_result,
+    load_results,
+    read_json,
+    read_request_records,
+    requests_sidecar,
+    sidecar_mismatch,
+)
 
 FORMATS: tuple[str, ...] = ("vllm", "inferencex", "csv", "parquet")
 
@@ -47,6 +54,8 @@ class ExportReport:
     written: list[Path] = field(default_factory=list)
     skipped: list[tuple[str, str, str]] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)  # point id -> described metadata
+    # Files under the folders that may be results but could not be used, with why.
+    unusable: list[tuple[Path, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -119,8 +128,8 @@ def prepare_output(output: Path) -> None:
 
 def _is_result_file(path: Path) -> bool:
     try:
-        return is_result(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
+        return is_result(read_json(path))
+    except (OSError, ValueError):  # ParseError is a ValueError
         return False
 
 
@@ -158,8 +167,27 @@ def export_paths(paths: Iterable[Path | str], options: ExportOptions) -> ExportR
     pairs = []
     for result in loaded.results:
         path = loaded.path_of(result)
-        pairs.append((result, read_request_records(path) if path else None))
-    return export_results(pairs, options)
+        records = read_request_records(path) if path else None
+        if path is not None and records is not None:
+            _check_sidecar(result, records, path)
+        pairs.append((result, records))
+    report = export_results(pairs, options)
+    report.unusable = list(loaded.unusable)
+    return report
+
+
+def _check_sidecar(
+    result: PointResultBase, records: Sequence[RequestRecord], result_path: Path
+) -> None:
+    """The exports are recomputed from the records: a sidecar that is not the result's
+    own would write another run's numbers under this point's name."""
+    why = sidecar_mismatch(result, records)
+    if why:
+        raise UserFacingError(
+            f"{requests_sidecar(result_path)} does not match {result_path} ({why}); "
+            "put back the point's own .requests.jsonl, or move this one away to export "
+            "the other points"
+        )
 
 
 class PointExporter:

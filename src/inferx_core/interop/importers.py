@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from inferx_core._version import __version__
+from inferx_core.config.parsing import ParseError
 from inferx_core.errors import UserFacingError
 from inferx_core.metrics.model import LATENCY_NAMES, Distribution
 from inferx_core.metrics.stats import percentile_word
 from inferx_core.results.model import PointResultBase, parse_result
+from inferx_core.results.read import read_json
 
 _PERCENTILE_KEY = re.compile(r"^p(\d+(?:\.\d+)?)_ttft(?:_ms)?$")
 _STATS = ("mean", "median", "std")
@@ -295,12 +296,24 @@ def sniff(data: Any) -> str | None:
     return None
 
 
+def read_import(path: Path) -> Any:
+    """The JSON of a file to import, read as strictly as results
+    (:func:`inferx_core.results.read.read_json`); unusable: a user error naming the file."""
+    try:
+        return read_json(path)
+    except OSError as exc:
+        raise UserFacingError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except ParseError as exc:
+        raise UserFacingError(f"{path}: not a usable JSON file: {exc}") from None
+
+
 def import_file(path: Path) -> Iterator[PointResultBase]:
     """Every result in one vLLM or InferenceX file; a file of neither is a user error."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserFacingError(f"{path}: not a readable JSON file ({exc})") from None
+    return import_data(read_import(path), path)
+
+
+def import_data(data: Any, path: Path) -> Iterator[PointResultBase]:
+    """Every result in ``data``, read from ``path`` (see :func:`read_import`)."""
     kind = sniff(data)
     if kind is None:
         raise UserFacingError(

@@ -99,10 +99,9 @@ def report_notes(
     dupes = [c for c in loaded.conflicts if c.kind == "identical"]
     if dupes:
         notes.append(f"{len(dupes)} point(s) found as identical copies in several files.")
-    invalid = [(p, why) for p, why in loaded.skipped if why.startswith("invalid result")]
-    warnings += [f"{path}: skipped: {why}" for path, why in invalid]
-    if len(loaded.skipped) > len(invalid):
-        others = len(loaded.skipped) - len(invalid)
+    # unusable files (invalid, NaN, too deep, ...) are among loaded.warnings, with the reason
+    others = len(loaded.skipped) - len(loaded.unusable)
+    if others:
         notes.append(f"{others} JSON file(s) skipped (not InferX results).")
     return notes, warnings
 

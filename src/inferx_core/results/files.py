@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from inferx_core.config.parsing import loads_json
 from inferx_core.config.secrets import scrub
 from inferx_core.errors import UserFacingError
 from inferx_core.results.model import PointResultBase, parse_result
@@ -161,8 +162,9 @@ def telemetry_path(output_dir: Path, point_id: str) -> Path:
 
 
 def read_result(path: Path) -> PointResultBase:
-    """One result file as its typed model (schema 1 is migrated)."""
-    return parse_result(json.loads(path.read_text(encoding="utf-8")))
+    """One result file as its typed model (schema 1 is migrated); parsed as strictly as
+    every reader (:mod:`inferx_core.config.parsing`): a ValueError when unusable."""
+    return parse_result(loads_json(path.read_text(encoding="utf-8")))
 
 
 def is_complete(output_dir: Path, point_id: str) -> bool:

@@ -24,14 +24,14 @@ as a :class:`Conflict`:
 from __future__ import annotations
 
 import datetime as dt
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from inferx_core.config.parsing import ParseError, loads_json, read_bounded
 from inferx_core.load.records import RequestRecord
 from inferx_core.results.files import REQUESTS_SUFFIX, RESULT_SUFFIX, TELEMETRY_SUFFIX
 from inferx_core.results.model import PointResultBase, ResultSchemaError, parse_result
@@ -44,7 +44,9 @@ __all__ = [
     "find_result_files",
     "is_result",
     "load_results",
+    "read_json",
     "requests_sidecar",
+    "sidecar_mismatch",
     "telemetry_sidecar",
 ]
 
@@ -86,15 +88,37 @@ class LoadedResults:
         return self.paths.get(result.point_id)
 
     @property
+    def unusable(self) -> list[tuple[Path, str]]:
+        """Skipped files that may have been results: unreadable, invalid or over a limit
+        (JSON files that are plainly not results, such as configs, are left out)."""
+        return [(p, why) for p, why in self.skipped if not why.startswith(NOT_A_RESULT)]
+
+    @property
     def warnings(self) -> list[str]:
-        """Conflicts worth a person's attention (identical copies are not)."""
+        """Conflicts worth a person's attention (identical copies are not), unusable files."""
         return [
             f"{c.point_id}: {c.kind}: {c.detail}" for c in self.conflicts if c.kind != "identical"
-        ]
+        ] + [f"{path}: skipped: {why}" for path, why in self.unusable]
 
 
 #: Marks a folder of exported files that readers of InferX results skip.
 EXPORT_MARKER = ".inferx-export"
+#: How a skip reason starts for JSON that is not a result at all (not worth a warning).
+NOT_A_RESULT = "not an InferX result"
+#: A result is tens of kilobytes; this bounds what one file can make a reader hold.
+MAX_RESULT_BYTES = 64 << 20
+#: A sidecar line is one request or one telemetry sample.
+MAX_SIDECAR_LINE = 4 << 20
+
+
+def read_json(path: Path, max_bytes: int = MAX_RESULT_BYTES) -> Any:
+    """A JSON file as read by every reader of results and imports: strict and bounded.
+
+    NaN, Infinity, nesting over :data:`~inferx_core.config.parsing.MAX_DEPTH` levels, huge
+    integers and files over ``max_bytes`` raise :class:`ParseError` (as does invalid
+    JSON or UTF-8), whose message is the reason to show; I/O failures raise ``OSError``.
+    """
+    return loads_json(read_bounded(path, max_bytes, "result file"))
 
 
 def is_result(data: Any) -> bool:
@@ -173,15 +197,15 @@ def _validation_summary(exc: ValidationError, limit: int = 3) -> str:
 def _parse(path: Path, out: LoadedResults) -> PointResultBase | None:
     """The file's typed result, or None with the reason added to ``out.skipped``."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        out.skipped.append((path, f"cannot read: {exc}"))
+        data = read_json(path)
+    except OSError as exc:
+        out.skipped.append((path, f"cannot read: {exc.strerror or exc}"))
         return None
-    except json.JSONDecodeError as exc:
-        out.skipped.append((path, f"invalid JSON: {exc.msg} (line {exc.lineno})"))
+    except ParseError as exc:
+        out.skipped.append((path, str(exc)))
         return None
     if not is_result(data):
-        out.skipped.append((path, "not an InferX result (no schema_version/point_id)"))
+        out.skipped.append((path, f"{NOT_A_RESULT} (no schema_version/point_id)"))
         return None
     try:
         return parse_result(data)
@@ -274,16 +298,20 @@ def requests_sidecar(result_path: Path) -> Path | None:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSONL sidecar; a torn last line (killed writer) is ignored."""
+    """Rows of a JSONL sidecar, parsed as strictly as results (:func:`read_json`).
+
+    A torn last line (killed writer) is ignored, and so is a line that is not a
+    row: invalid, with NaN, nested too deep, or over :data:`MAX_SIDECAR_LINE`.
+    """
     rows = []
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
+    with path.open("rb") as handle:
+        while line := handle.readline(MAX_SIDECAR_LINE + 1):
+            if len(line) > MAX_SIDECAR_LINE and not line.endswith(b"\n"):
+                handle.readline()  # drop the rest of the over-long line
                 continue
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
+                row = loads_json(line.decode("utf-8")) if line.strip() else None
+            except (ParseError, UnicodeDecodeError):
                 continue
             if isinstance(row, dict):
                 rows.append(row)
@@ -310,3 +338,23 @@ def read_request_records(result_path: Path) -> list[RequestRecord] | None:
     """The records beside a result file; None when the sidecar is missing."""
     path = requests_sidecar(result_path)
     return None if path is None else records_from_jsonl(path)
+
+
+def sidecar_mismatch(result: PointResultBase, records: Sequence[RequestRecord]) -> str | None:
+    """How the measured ``records`` disagree with the counts of ``result``; None if they
+    agree. A sidecar of another run or point (copied, renamed, torn) fails this.
+    Warmup records are not compared: no figure is computed from them."""
+    load = result.load
+    if load is None:
+        return None
+    measured = [r for r in records if not r.warmup]
+    counts = (
+        ("measured requests", len(measured), load.total_requests),
+        ("completed", sum(r.ok for r in measured), load.completed),
+    )
+    diffs = [
+        f"{name}: {got} in the sidecar, {want} in the result"
+        for name, got, want in counts
+        if want is not None and got != want
+    ]
+    return "; ".join(diffs) or None

@@ -238,8 +238,9 @@ def run_job(
     code = 2  # an error (the CLI's code for one), unless the run ends or is interrupted
     try:
         summary = run_configs(
-            [cfg], output_dir=Path(job["output_dir"]), resume=True, progress=progress
-        )
+            [cfg], output_dir=Path(job["output_dir"]), resume=True, progress=progress,
+            lock_unit=job["server"],  # sibling jobs write other servers into the folder
+        )  # fmt: skip
         if on_summary is not None:
             on_summary(summary)
         if summary.skipped:

@@ -9,6 +9,7 @@ atomically. The Python API is :func:`run_bench`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -43,6 +44,7 @@ from inferx_core.pipeline.assemble import (
 from inferx_core.pipeline.drive import AbortCheck, Drive
 from inferx_core.pipeline.drive import drive as drive_point
 from inferx_core.pipeline.inputs import check_server_context, check_workload_files
+from inferx_core.pipeline.output_lock import SCRATCH_NAME, output_lock
 from inferx_core.pipeline.repeats import run_repeated
 from inferx_core.pipeline.requests import (
     BenchTarget,
@@ -307,6 +309,7 @@ def run_point(
     drive = drive_point(
         target, requests, config, label=label, total=total, recorder=recorder,
         abort_check=abort_check, progress=progress, workers=load.workers,
+        scratch_root=output_dir / SCRATCH_NAME if output_dir is not None else None,
     )  # fmt: skip
     metrics = _point_metrics(
         drive.result, num_gpus=num_gpus, num_gpus_reason=num_gpus_reason, slo=slo,
@@ -355,8 +358,20 @@ def run_bench(
     Results are also written to ``config.output_dir`` (unless None), one JSON
     per point plus a ``.requests.jsonl`` sidecar. ``resume``: a point whose result
     there is complete is not run again (``on_skip`` is told its id), as ``inferx run
-    --resume`` does.
+    --resume`` does. Another run writing into that folder: ``OutputFolderBusy``.
     """
+    folder = config.output_dir
+    with output_lock(folder) if folder is not None else contextlib.nullcontext():
+        return _run_bench(config, on_point, progress, resume, on_skip)
+
+
+def _run_bench(
+    config: BenchConfig,
+    on_point: Callable[[PointOutcome], None] | None,
+    progress: bool | None,
+    resume: bool,
+    on_skip: Callable[[str], None] | None,
+) -> list[PointOutcome]:
     check_workload_files(config.workload)
     if config.output_dir is not None:
         ensure_writable(config.output_dir)  # before a point's work, not after it

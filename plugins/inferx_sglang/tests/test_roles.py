@@ -189,9 +189,8 @@ def test_rank_above_zero_joins_its_replica_head() -> None:
     got = spec(server(port=30002, parallelism=par), ctx)
     assert list(got.argv) == [
         *head(30002, tp=16),
-        "--dp-size",
+        "--attn-dp-size",
         "16",
-        "--enable-dp-attention",
         "--ep-size",
         "16",
         "--disable-radix-cache",
@@ -255,7 +254,7 @@ def test_role_launches_with_the_real_plugin() -> None:
                     "role": "decode",
                     "nodes": 2,
                     "parallelism": {"tp": 16, "dp": 16, "ep": 16, "dp_attention": True},
-                    "engine_args": {"cuda-graph-max-bs": 256},
+                    "engine_args": {"cuda-graph-max-bs-decode": 256},
                 },
                 {"role": "router"},
             ],
@@ -277,7 +276,7 @@ def test_role_launches_with_the_real_plugin() -> None:
     assert (prefill.host, prefill.port, prefill.labels["role"]) == ("0.0.0.0", 8001, "prefill")
     decode1 = by[("decode", 0, 1)].spec
     assert decode1.argv[-6:] == multinode("n2:29500", nodes=2, rank=1)
-    assert decode1.flag_value("--cuda-graph-max-bs") == "256"
+    assert decode1.flag_value("--cuda-graph-max-bs-decode") == "256"
     assert decode1.gpu_ids == tuple(range(8))
     assert decode1.labels["node_rank"] == "1"
     router = by[("router", 0, 0)].spec

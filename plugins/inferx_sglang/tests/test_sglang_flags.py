@@ -1,92 +1,45 @@
-"""Every flag inferx_sglang emits is one SGLang's launch_server accepts, with the right arity.
+"""Every argv inferx_sglang produces is one SGLang 0.5.23's own parser accepts, undeprecated.
 
-SGLang needs a GPU build and is not installable in InferX's test environment,
-so the reference is a table of ServerArgs flags written from SGLang's source:
-**sglang v0.5.x** (v0.5.2 to v0.5.5), ``python/sglang/srt/server_args.py``,
-``ServerArgs.add_cli_args``; only flags present throughout v0.5.x are listed.
-An argparse parser built from the table parses each representative argv
-whole, and the parsed values must be what the config asked for. Where SGLang
-itself is importable, the last test checks the same argvs against its real
-parser instead.
+SGLang runs in its own interpreter (``.venv-sglang``, made by ``make test``:
+``sglang==0.5.23`` installed without its CUDA kernels, plus torch's CPU wheel and
+the light modules ``sglang.srt.server_args`` imports). One subprocess there
+parses every representative argv with ``prepare_server_args`` -- the function
+``sglang.launch_server`` calls -- and the tests check that it parses, that
+SGLang warns of no deprecated flag, and that the parsed values are what the
+config asked for. The argvs are the plugin's single-server command, every
+role of a PD and a wide-EP deployment, and ``inferx plan``'s launch on NVIDIA
+and AMD nodes with their fixes applied.
+
+Without the SGLang interpreter the tests skip, saying why; under
+``INFERX_REQUIRE_ENGINE=1`` (``make test``) they fail instead.
 """
 
 from __future__ import annotations
 
-import argparse
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
-from flag_tables import flags_of, parser_from_table, unknown_flags
 
-from inferx_core.config.models import Parallelism, ServerConfig
-from inferx_sglang import plugin
+from inferx_core.cli.run import plan
+from inferx_core.config.models import Parallelism, RunConfig, ServerConfig
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.platform import Platform, load_platform
+from inferx_core.sdk.roles import RoleContext
+from inferx_sglang import argv_check, plugin, roles
 
-SOURCE = "sglang v0.5.x python/sglang/srt/server_args.py ServerArgs.add_cli_args"
-
-# flag (with aliases) -> (dest, kind); kind: "value", "switch" (store_true) or "list" (nargs="+")
-SERVER_ARGS: dict[tuple[str, ...], tuple[str, str]] = {
-    ("--model-path", "--model"): ("model_path", "value"),
-    ("--tokenizer-path",): ("tokenizer_path", "value"),
-    ("--host",): ("host", "value"),
-    ("--port",): ("port", "value"),
-    ("--skip-server-warmup",): ("skip_server_warmup", "switch"),
-    ("--trust-remote-code",): ("trust_remote_code", "switch"),
-    ("--dtype",): ("dtype", "value"),
-    ("--kv-cache-dtype",): ("kv_cache_dtype", "value"),
-    ("--quantization",): ("quantization", "value"),
-    ("--load-format",): ("load_format", "value"),
-    ("--context-length",): ("context_length", "value"),
-    ("--served-model-name",): ("served_model_name", "value"),
-    ("--revision",): ("revision", "value"),
-    ("--mem-fraction-static",): ("mem_fraction_static", "value"),
-    ("--max-running-requests",): ("max_running_requests", "value"),
-    ("--max-total-tokens",): ("max_total_tokens", "value"),
-    ("--chunked-prefill-size",): ("chunked_prefill_size", "value"),
-    ("--max-prefill-tokens",): ("max_prefill_tokens", "value"),
-    ("--schedule-policy",): ("schedule_policy", "value"),
-    ("--schedule-conservativeness",): ("schedule_conservativeness", "value"),
-    ("--page-size",): ("page_size", "value"),
-    ("--tensor-parallel-size", "--tp-size"): ("tp_size", "value"),
-    ("--pipeline-parallel-size", "--pp-size"): ("pp_size", "value"),
-    ("--data-parallel-size", "--dp-size"): ("dp_size", "value"),
-    ("--expert-parallel-size", "--ep-size", "--ep"): ("ep_size", "value"),
-    ("--enable-dp-attention",): ("enable_dp_attention", "switch"),
-    ("--enable-dp-lm-head",): ("enable_dp_lm_head", "switch"),
-    ("--moe-a2a-backend",): ("moe_a2a_backend", "value"),
-    ("--moe-runner-backend",): ("moe_runner_backend", "value"),
-    ("--stream-interval",): ("stream_interval", "value"),
-    ("--random-seed",): ("random_seed", "value"),
-    ("--watchdog-timeout",): ("watchdog_timeout", "value"),
-    ("--base-gpu-id",): ("base_gpu_id", "value"),
-    ("--log-level",): ("log_level", "value"),
-    ("--enable-metrics",): ("enable_metrics", "switch"),
-    ("--attention-backend",): ("attention_backend", "value"),
-    ("--sampling-backend",): ("sampling_backend", "value"),
-    ("--disable-radix-cache",): ("disable_radix_cache", "switch"),
-    ("--cuda-graph-max-bs",): ("cuda_graph_max_bs", "value"),
-    ("--cuda-graph-bs",): ("cuda_graph_bs", "list"),
-    ("--disable-cuda-graph",): ("disable_cuda_graph", "switch"),
-    ("--disable-cuda-graph-padding",): ("disable_cuda_graph_padding", "switch"),
-    ("--enable-torch-compile",): ("enable_torch_compile", "switch"),
-    ("--disable-overlap-schedule",): ("disable_overlap_schedule", "switch"),
-    ("--enable-mixed-chunk",): ("enable_mixed_chunk", "switch"),
-    ("--speculative-algorithm",): ("speculative_algorithm", "value"),
-    ("--dist-init-addr",): ("dist_init_addr", "value"),
-    ("--nnodes",): ("nnodes", "value"),
-    ("--node-rank",): ("node_rank", "value"),
-}
-FLAGS = flags_of(SERVER_ARGS)
-
-
-def reference_parser() -> argparse.ArgumentParser:
-    return parser_from_table("sglang.launch_server", SERVER_ARGS)
-
+ROOT = Path(__file__).resolve().parents[3]
+PLATFORMS = ROOT / "tests" / "platforms"
+SGLANG_PYTHON_ENV = "INFERX_SGLANG_PYTHON"
+REQUIRE_ENGINE_ENV = "INFERX_REQUIRE_ENGINE"
+DSR1 = "deepseek-ai/DeepSeek-R1"
 
 CONFIGS: dict[str, ServerConfig] = {
     "minimal": ServerConfig(engine="sglang", model="Qwen/Qwen3-8B", port=30000),
     "dp-attention-ep-everything": ServerConfig(
         engine="sglang",
-        model="deepseek-ai/DeepSeek-R1",
+        model=DSR1,
         served_model_name="r1",
         port=30001,
         host="0.0.0.0",
@@ -106,7 +59,7 @@ CONFIGS: dict[str, ServerConfig] = {
         },
         engine_args={
             "schedule-policy": "lpm",
-            "cuda_graph_bs": ["1", "2", "4"],
+            "cuda_graph_bs_decode": ["1", "2", "4"],
             "trust-remote-code": True,
             "moe-a2a-backend": "deepep",
         },
@@ -122,88 +75,191 @@ CONFIGS: dict[str, ServerConfig] = {
     ),
 }
 
+ROLE_SERVER = ServerConfig(
+    engine="sglang",
+    model=DSR1,
+    host="0.0.0.0",
+    port=30001,
+    parallelism=Parallelism(tp=16, dp=16, ep=16, dp_attention=True),
+    plugin_options={"sglang": {"disaggregation_ib_device": "mlx5_0,mlx5_1"}},
+)
+PEERS = {"prefill": ("http://n0:30001",), "decode": ("http://n2:30002",)}
 
-def args_of(config: ServerConfig) -> list[str]:
-    return plugin.build_argv(config)[len(plugin.DEFAULT_EXECUTABLE) :]
+
+def role_context(role: str, kind: str = "disaggregated", **kw: Any) -> RoleContext:
+    data: dict[str, Any] = {
+        "kind": kind,
+        "role": role,
+        "replica": 0,
+        "replicas": 1,
+        "node_rank": 0,
+        "nodes": 1,
+        "host": "n0",
+        "head_host": "n0",
+        "dist_port": 29500,
+        "gpus_per_node": 8,
+        "peers": PEERS,
+    }
+    return RoleContext(**{**data, **kw})
+
+
+ROLES: dict[str, RoleContext] = {
+    "role-prefill": role_context("prefill"),
+    "role-decode-rank1-of-2": role_context("decode", nodes=2, node_rank=1, head_host="n2"),
+    "role-wide-ep-both-rank3-of-4": role_context("both", "wide_ep", nodes=4, node_rank=3),
+}
+NODES = ("h100x8", "h200x8", "b200x8", "gb200x4", "mi300x8", "mi325x8", "mi355x8")
+
+
+def single_server_argv(config: ServerConfig) -> list[str]:
+    return argv_check.engine_args_of(plugin.build_argv(config))
+
+
+def role_argv(ctx: RoleContext) -> list[str]:
+    spec = roles.inferx_engine_role_spec(server=ROLE_SERVER, platform=Platform(), role=ctx)
+    assert spec is not None
+    return argv_check.engine_args_of(spec.argv)
+
+
+def planned_argv(node: str, output: Path) -> list[str]:
+    """``inferx plan`` on a node file: the launch with every fix for that node applied."""
+    platform = load_platform(PLATFORMS / f"{node}.json")
+    cfg = RunConfig(
+        engine="sglang",
+        model=DSR1,
+        parallelism={"tp": platform.gpu_count, "dp": platform.gpu_count, "dp_attention": True},
+        max_num_seqs=256,
+        plugin_options={"sglang": {"chunked_prefill_size": 16384}},
+        output_dir=output,
+    )
+    (item,) = plan([cfg], get_plugin_manager(env={}), platform)
+    return argv_check.engine_args_of(item["spec"]["argv"])
+
+
+def sglang_python() -> Path | None:
+    given = os.environ.get(SGLANG_PYTHON_ENV)
+    python = Path(given) if given else ROOT / ".venv-sglang" / "bin" / "python"
+    return python if python.is_file() else None
+
+
+@pytest.fixture(scope="module")
+def argvs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    cache = tmp_path_factory.mktemp("cache")
+    os.environ.setdefault("INFERX_CACHE_DIR", str(cache))  # the fixes' caches, not the user's
+    out = tmp_path_factory.mktemp("results")
+    named = {name: single_server_argv(cfg) for name, cfg in CONFIGS.items()}
+    named |= {name: role_argv(ctx) for name, ctx in ROLES.items()}
+    named |= {f"plan-{node}": planned_argv(node, out / node) for node in NODES}
+    return named
+
+
+@pytest.fixture(scope="module")
+def sglang(argvs: dict[str, list[str]]) -> dict[str, Any]:
+    """SGLang's verdict on every argv, from one run of its parser."""
+    python = sglang_python()
+    if python is None:
+        why = (
+            f"no SGLang interpreter: run `make sglang` (makes .venv-sglang) or set "
+            f"{SGLANG_PYTHON_ENV} to a python with sglang=={plugin.TARGET_VERSION}"
+        )
+        if os.environ.get(REQUIRE_ENGINE_ENV) == "1":
+            pytest.fail(f"{REQUIRE_ENGINE_ENV}=1 but {why}", pytrace=False)
+        pytest.skip(why)
+    return argv_check.probe(python, argvs)
+
+
+def test_the_parser_is_the_targeted_release(sglang: dict[str, Any]) -> None:
+    assert sglang["version"] == plugin.TARGET_VERSION
+
+
+@pytest.mark.parametrize("name", [*CONFIGS, *ROLES, *(f"plan-{n}" for n in NODES)])
+def test_sglang_takes_the_argv_as_it_is(name: str, sglang: dict[str, Any]) -> None:
+    problem = argv_check.verdict(sglang["results"][name])
+    assert problem is None, f"{name}: {problem}"
+
+
+def as_text(value: Any) -> Any:
+    """SGLang's typed value and the config's, compared as the command line spells them."""
+    if isinstance(value, bool):
+        return value
+    return [str(v) for v in value] if isinstance(value, list) else str(value)
 
 
 @pytest.mark.parametrize("name", CONFIGS)
-def test_every_emitted_flag_exists(name: str) -> None:
-    unknown = unknown_flags(args_of(CONFIGS[name]), FLAGS)
-    assert not unknown, f"not in {SOURCE}: {unknown}"
-
-
-@pytest.mark.parametrize("name", CONFIGS)
-def test_whole_argv_parses_to_what_the_config_asked_for(name: str) -> None:
+def test_parsed_values_are_what_the_config_asked_for(name: str, sglang: dict[str, Any]) -> None:
     config = CONFIGS[name]
-    ns = reference_parser().parse_args(args_of(config))
+    ns = sglang["results"][name]["namespace"]
     par = config.parallelism
-    assert ns.model_path == config.model
-    assert ns.served_model_name == config.name_served
-    assert (ns.host, int(ns.port)) == (config.host, config.port)
-    assert int(ns.tp_size) == par.tp
-    assert int(ns.pp_size or 1) == par.pp
-    assert int(ns.dp_size or 1) == par.dp
-    assert ns.enable_dp_attention is (par.dp > 1 and par.dp_attention)
-    expected_ep = par.ep or (par.tp if par.expert_parallel else 1)
-    assert int(ns.ep_size or 1) == expected_ep
-    assert ns.disable_radix_cache is (not config.prefix_caching)
-    assert ns.enable_metrics is True
-    fields = {
+    assert ns["model_path"] == config.model
+    assert ns["served_model_name"] == config.name_served
+    assert (ns["host"], int(ns["port"])) == (config.host, config.port)
+    assert int(ns["tp_size"]) == par.tp
+    assert int(ns["pp_size"] or 1) == par.pp
+    if par.dp_attention:
+        assert (int(ns["attn_dp_size"]), int(ns["dp_size"] or 1)) == (par.dp, 1)
+    else:
+        assert int(ns["dp_size"] or 1) == par.dp
+    assert int(ns["ep_size"] or 1) == (par.ep or (par.tp if par.expert_parallel else 1))
+    assert ns["disable_radix_cache"] is (not config.prefix_caching)
+    assert ns["enable_metrics"] is True
+    options = config.plugin_options.get("sglang", {})
+    expected = {
         "mem_fraction_static": config.gpu_memory_utilization,
         "max_running_requests": config.max_num_seqs,
         "context_length": config.max_model_len,
         "kv_cache_dtype": config.kv_cache_dtype,
         "dtype": config.dtype,
+        "chunked_prefill_size": options.get("chunked_prefill_size"),
+        "attention_backend": options.get("attention_backend"),
+        "cuda_graph_max_bs_decode": options.get("cuda_graph_max_bs"),
     }
-    options = config.plugin_options.get("sglang", {})
-    fields |= {k: v for k, v in options.items() if k != "disable_cuda_graph"}
-    for key, value in config.engine_args.items():
-        fields[key.replace("-", "_")] = value
-    for dest, value in fields.items():
-        if value is None:
-            continue
-        got = getattr(ns, dest)
-        if isinstance(value, bool):
-            assert got is value, dest
-        elif isinstance(value, list):
-            assert got == value, dest
-        else:
-            assert str(got) == str(value), dest
-    assert ns.disable_cuda_graph is bool(options.get("disable_cuda_graph"))
+    expected |= {key.replace("-", "_"): value for key, value in config.engine_args.items()}
+    for dest, value in expected.items():
+        if value is not None:
+            assert as_text(ns[dest]) == as_text(value), dest
+    if options.get("disable_cuda_graph"):
+        assert ns["cuda_graph_backend_decode"] == ns["cuda_graph_backend_prefill"] == "disabled"
 
 
-def test_flags_inferx_itself_emits_are_in_the_table() -> None:
-    own = {
-        "--model-path",
-        "--served-model-name",
-        "--host",
-        "--port",
-        "--tensor-parallel-size",
-        "--pp-size",
-        "--dp-size",
-        "--enable-dp-attention",
-        "--ep-size",
-        "--mem-fraction-static",
-        "--max-running-requests",
-        "--context-length",
-        "--chunked-prefill-size",
-        "--attention-backend",
-        "--cuda-graph-max-bs",
-        "--disable-cuda-graph",
-        "--disable-radix-cache",
-        "--kv-cache-dtype",
-        "--dtype",
-        "--enable-metrics",
-    }
-    assert own <= FLAGS
-    assert set(plugin.ALIASES) <= FLAGS and set(plugin.ALIASES.values()) <= FLAGS
+def test_roles_parse_to_their_disaggregation_settings(sglang: dict[str, Any]) -> None:
+    prefill = sglang["results"]["role-prefill"]["namespace"]
+    assert prefill["disaggregation_mode"] == "prefill"
+    assert int(prefill["disaggregation_bootstrap_port"]) == roles.DEFAULT_BOOTSTRAP_PORT
+    assert prefill["disaggregation_ib_device"] == "mlx5_0,mlx5_1"
+    decode = sglang["results"]["role-decode-rank1-of-2"]["namespace"]
+    assert decode["disaggregation_mode"] == "decode"
+    assert (decode["dist_init_addr"], int(decode["nnodes"]), int(decode["node_rank"])) == (
+        "n2:29500",
+        2,
+        1,
+    )
+    both = sglang["results"]["role-wide-ep-both-rank3-of-4"]["namespace"]
+    assert both["disaggregation_mode"] in (None, "null")
+    assert (int(both["nnodes"]), int(both["node_rank"])) == (4, 3)
 
 
-def test_against_the_real_server_args_when_sglang_is_installed() -> None:
-    server_args = pytest.importorskip("sglang.srt.server_args", reason="sglang not installed")
-    parser = argparse.ArgumentParser()
-    server_args.ServerArgs.add_cli_args(parser)
-    for name, config in CONFIGS.items():
-        ns: Any = parser.parse_args(args_of(config))
-        assert ns.model_path == config.model, name
+def test_the_amd_fixes_reach_sglang(sglang: dict[str, Any], argvs: dict[str, list[str]]) -> None:
+    """The ROCm variants: inferx-rocm's AITER fix adds its backend, which SGLang parses."""
+    ns = sglang["results"]["plan-mi355x8"]["namespace"]
+    assert "--attention-backend" in argvs["plan-mi355x8"]
+    assert ns["attention_backend"] == "aiter"
+
+
+def test_a_flag_sglang_does_not_know_fails_with_sglangs_own_message(sglang: Any) -> None:
+    python = sglang_python()
+    assert python is not None
+    answer = argv_check.probe(
+        python,
+        {
+            "unknown": ["--model-path", "m", "--cuda-graph-max-bs", "8"],
+            "prefix": ["--model-path", "m", "--enable-metric"],
+            "deprecated": ["--model-path", "m", "--dp-size", "2", "--enable-dp-attention"],
+        },
+    )
+    unknown = argv_check.verdict(answer["results"]["unknown"])
+    assert unknown is not None and "ambiguous option: --cuda-graph-max-bs could match" in unknown
+    prefix = argv_check.verdict(answer["results"]["prefix"])
+    assert prefix is not None and "--enable-metric" in prefix
+    deprecated = argv_check.verdict(answer["results"]["deprecated"])
+    assert deprecated is not None and "--enable-dp-attention" in deprecated
+    assert "--attn-dp-size" in deprecated  # SGLang's own advice comes through

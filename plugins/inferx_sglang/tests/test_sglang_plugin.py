@@ -81,7 +81,7 @@ def test_full_argv_order() -> None:
                 "disable_cuda_graph": True,
             }
         },
-        engine_args={"schedule-policy": "lpm", "cuda_graph_bs": ["1", "2", "4"]},
+        engine_args={"schedule-policy": "lpm", "cuda_graph_bs_decode": ["1", "2", "4"]},
         extra_argv=["--log-level", "warning"],
     )
     assert got == [
@@ -98,9 +98,8 @@ def test_full_argv_order() -> None:
         "8",
         "--pp-size",
         "2",
-        "--dp-size",
+        "--attn-dp-size",
         "8",
-        "--enable-dp-attention",
         "--ep-size",
         "8",
         "--mem-fraction-static",
@@ -113,9 +112,12 @@ def test_full_argv_order() -> None:
         "16384",
         "--attention-backend",
         "fa3",
-        "--cuda-graph-max-bs",
+        "--cuda-graph-max-bs-decode",
         "256",
-        "--disable-cuda-graph",
+        "--cuda-graph-backend-decode",
+        "disabled",
+        "--cuda-graph-backend-prefill",
+        "disabled",
         "--disable-radix-cache",
         "--kv-cache-dtype",
         "fp8_e4m3",
@@ -124,7 +126,7 @@ def test_full_argv_order() -> None:
         "--enable-metrics",
         "--schedule-policy",
         "lpm",
-        "--cuda-graph-bs",
+        "--cuda-graph-bs-decode",
         "1",
         "2",
         "4",
@@ -137,6 +139,19 @@ def test_dp_without_dp_attention_and_expert_parallel_flag() -> None:
     got = argv(parallelism=Parallelism(tp=4, dp=2, expert_parallel=True))
     assert got[got.index("--dp-size") + 1] == "2" and "--enable-dp-attention" not in got
     assert got[got.index("--ep-size") + 1] == "4"  # expert parallel across the tp ranks
+
+
+def test_dp_attention_is_sglangs_attn_dp_size() -> None:
+    got = argv(parallelism=Parallelism(tp=8, dp=8, dp_attention=True))
+    assert got[got.index("--attn-dp-size") + 1] == "8"
+    assert "--dp-size" not in got and "--enable-dp-attention" not in got  # deprecated in 0.5.23
+
+
+def test_dp_attention_without_dp_is_refused_not_dropped() -> None:
+    with pytest.raises(
+        UserFacingError, match=r"parallelism\.dp_attention needs parallelism\.dp > 1"
+    ):
+        argv(parallelism=Parallelism(tp=8, dp_attention=True))
 
 
 def test_prefix_caching_keeps_the_radix_cache() -> None:
@@ -308,9 +323,8 @@ def test_golden_launch(node: str, cache: Path, tmp_path: Path) -> None:
         "30000",
         "--tensor-parallel-size",
         str(tp),
-        "--dp-size",
+        "--attn-dp-size",
         str(tp),
-        "--enable-dp-attention",
         "--max-running-requests",
         "256",
         "--chunked-prefill-size",

@@ -1,15 +1,25 @@
 """SGLang's answers to the InferX hooks (``python3 -m sglang.launch_server``).
 
-The command follows SGLang's ServerArgs (v0.5.x) and the public benchmark
-recipes::
+The command follows SGLang's ServerArgs as of **v0.5.23** (``TARGET_VERSION``;
+``make test`` parses every argv with that release's own parser) and the public
+benchmark recipes::
 
     python3 -m sglang.launch_server --model-path M --served-model-name N
         --host H --port P --tensor-parallel-size TP [--pp-size PP]
-        [--dp-size DP --enable-dp-attention] [--ep-size EP]
+        [--dp-size DP | --attn-dp-size DP] [--ep-size EP]
         [--mem-fraction-static F] [--max-running-requests N] [--context-length L]
-        [--chunked-prefill-size C] [--attention-backend B] [--cuda-graph-max-bs N]
-        [--disable-cuda-graph] --disable-radix-cache [--kv-cache-dtype D] [--dtype D]
+        [--chunked-prefill-size C] [--attention-backend B] [--cuda-graph-max-bs-decode N]
+        [--cuda-graph-backend-decode disabled --cuda-graph-backend-prefill disabled]
+        --disable-radix-cache [--kv-cache-dtype D] [--dtype D]
         --enable-metrics [engine_args...] [extra_argv...]
+
+- DP attention (``parallelism: {dp: N, dp_attention: true}``) is
+  ``--attn-dp-size N``: N attention groups inside the TP group (v0.5.23
+  deprecates ``--dp-size N --enable-dp-attention``); ``dp_attention`` without
+  ``dp > 1`` is refused, never dropped.
+- ``cuda_graph_max_bs`` is the decode graphs' ``--cuda-graph-max-bs-decode``;
+  ``disable_cuda_graph`` disables both phases' graphs (the old
+  ``--disable-cuda-graph`` is deprecated).
 
 - ``gpu_memory_utilization`` becomes ``--mem-fraction-static`` (SGLang's
   fraction of GPU memory for weights and KV cache), ``max_num_seqs``
@@ -50,6 +60,8 @@ from inferx_core import (
 from inferx_sglang.roles import inferx_engine_role_spec  # noqa: F401  (registered via this module)
 
 ENGINE = "sglang"
+#: The SGLang release whose ServerArgs the argv is written for and checked against.
+TARGET_VERSION = "0.5.23"
 DEFAULT_EXECUTABLE = ("python3", "-m", "sglang.launch_server")
 PLUGIN_OPTIONS_KEY = "sglang"
 
@@ -58,6 +70,7 @@ ALIASES = {
     "--tp-size": "--tensor-parallel-size",
     "--pipeline-parallel-size": "--pp-size",
     "--data-parallel-size": "--dp-size",
+    "--attention-data-parallel-size": "--attn-dp-size",
     "--expert-parallel-size": "--ep-size",
     "--ep": "--ep-size",
     "--model": "--model-path",
@@ -72,6 +85,7 @@ RESERVED = {
     "--pp-size": "parallelism.pp",
     "--dp-size": "parallelism.dp",
     "--ep-size": "parallelism.ep",
+    "--attn-dp-size": "parallelism.dp with parallelism.dp_attention",
     "--enable-dp-attention": "parallelism.dp_attention",
 }
 
@@ -87,8 +101,13 @@ class SGLangOptions(BaseModel):
     chunked_prefill_size: int | None = Field(
         default=None, description="--chunked-prefill-size (tokens; -1 disables chunking)"
     )
-    cuda_graph_max_bs: int | None = Field(default=None, ge=1, description="--cuda-graph-max-bs")
-    disable_cuda_graph: bool = Field(default=False, description="--disable-cuda-graph")
+    cuda_graph_max_bs: int | None = Field(
+        default=None, ge=1, description="--cuda-graph-max-bs-decode (decode graphs' largest batch)"
+    )
+    disable_cuda_graph: bool = Field(
+        default=False,
+        description="--cuda-graph-backend-decode disabled --cuda-graph-backend-prefill disabled",
+    )
 
 
 def options(server: ServerConfig) -> SGLangOptions:
@@ -117,13 +136,16 @@ def flag_name(key: str) -> str:
 
 def _parallelism_argv(server: ServerConfig) -> list[str]:
     par = server.parallelism
+    if par.dp_attention and par.dp < 2:
+        raise UserFacingError(
+            "parallelism.dp_attention needs parallelism.dp > 1 (the number of attention "
+            f"data-parallel groups, SGLang's --attn-dp-size); got dp={par.dp}"
+        )
     argv = ["--tensor-parallel-size", str(par.tp)]
     if par.pp > 1:
         argv += ["--pp-size", str(par.pp)]
     if par.dp > 1:
-        argv += ["--dp-size", str(par.dp)]
-        if par.dp_attention:
-            argv.append("--enable-dp-attention")
+        argv += ["--attn-dp-size" if par.dp_attention else "--dp-size", str(par.dp)]
     ep = par.ep or (par.tp if par.expert_parallel else None)
     if ep and ep > 1:
         argv += ["--ep-size", str(ep)]
@@ -145,9 +167,10 @@ def _tuning_argv(server: ServerConfig) -> list[str]:
     if opts.attention_backend:
         argv += ["--attention-backend", opts.attention_backend]
     if opts.cuda_graph_max_bs is not None:
-        argv += ["--cuda-graph-max-bs", str(opts.cuda_graph_max_bs)]
+        argv += ["--cuda-graph-max-bs-decode", str(opts.cuda_graph_max_bs)]
     if opts.disable_cuda_graph:
-        argv.append("--disable-cuda-graph")
+        argv += ["--cuda-graph-backend-decode", "disabled"]
+        argv += ["--cuda-graph-backend-prefill", "disabled"]
     if not server.prefix_caching:
         argv.append("--disable-radix-cache")
     if server.kv_cache_dtype:

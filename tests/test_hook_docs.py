@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from inferx_core import hookimpl
-from inferx_core.config.models import ServerConfig
+from inferx_core.config.models import LoadProfile, ServerConfig
 from inferx_core.sdk import hookspecs
 from inferx_core.sdk.engine import EngineInfo
 from inferx_core.sdk.evaluator import Evaluator, EvaluatorInfo
@@ -210,6 +210,7 @@ def _sample_args(engine: str) -> dict[str, Any]:
     return {
         "server": ServerConfig(engine=engine, model="org/model", port=9000),
         "platform": platform,
+        "load": LoadProfile(concurrency=[1, 8]),
         "spec": LaunchSpec(engine=engine, argv=("serve", "org/model"), port=9000),
         "gpu_ids": [0],
         "engine_pid": None,

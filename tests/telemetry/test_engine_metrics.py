@@ -57,3 +57,34 @@ def test_missing_family_is_none_and_scale_applies() -> None:
     assert values["engine.kv_cache_usage"] == 0.42
     assert values["engine.ttft_count"] == 5.0
     assert map_metrics("", names)["engine.requests_running"] is None
+
+
+# As llama-server's --metrics writes it (tools/server/server-task.cpp, to_metrics).
+LLAMACPP_TEXT = """\
+# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed, excluding cached tokens
+# TYPE llamacpp:prompt_tokens_total counter
+llamacpp:prompt_tokens_total 300
+# HELP llamacpp:prompt_tokens_cached_total Number of prompt tokens reused from the cache
+# TYPE llamacpp:prompt_tokens_cached_total counter
+llamacpp:prompt_tokens_cached_total 100
+# HELP llamacpp:requests_processing Number of requests processing
+# TYPE llamacpp:requests_processing gauge
+llamacpp:requests_processing 3
+"""
+
+
+def test_engines_that_count_misses_get_queries_as_hits_plus_misses() -> None:
+    names = EngineMetricsMap(
+        requests_running="llamacpp:requests_processing",
+        prefix_cache_hits="llamacpp:prompt_tokens_cached_total",
+        prefix_cache_misses="llamacpp:prompt_tokens_total",
+    )
+    values = map_metrics(LLAMACPP_TEXT, names)
+    assert values == {
+        "engine.requests_running": 3.0,
+        "engine.prefix_cache_hits_total": 100.0,
+        "engine.prefix_cache_queries_total": 400.0,  # 300 computed + 100 from the cache
+    }
+    # a family missing from a scrape leaves the queries unknown, never half a sum
+    without_misses = LLAMACPP_TEXT.replace("llamacpp:prompt_tokens_total 300\n", "")
+    assert map_metrics(without_misses, names)["engine.prefix_cache_queries_total"] is None

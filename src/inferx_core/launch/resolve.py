@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inferx_core.config.cpus import CpuSplit, client_cores, split_cpus
-from inferx_core.config.models import ServerConfig
+from inferx_core.config.models import LoadProfile, ServerConfig
 from inferx_core.errors import UserFacingError
 from inferx_core.sdk.fixes import AppliedFix, FixContext, FixDecision, apply_fixes
 from inferx_core.sdk.launch_spec import LaunchSpec
@@ -26,16 +26,22 @@ class ResolvedLaunch:
 
 
 def resolve_launch(
-    pm: InferxPluginManager, server: ServerConfig, platform: Platform
+    pm: InferxPluginManager,
+    server: ServerConfig,
+    platform: Platform,
+    load: LoadProfile | None = None,
 ) -> ResolvedLaunch:
     """Ask the engine's plugin for a LaunchSpec, then apply every fix that holds.
 
-    ``server.port`` must be set (the runner picks a free one first).
+    ``server.port`` must be set (the runner picks a free one first); ``load`` is
+    the run's load profile when a run is planned (engines size slots from it).
     """
     entry = engine_registry(pm).get(server.engine)  # clear error for unknown/conflicting names
     if server.port is None:
         raise ValueError("resolve_launch needs a concrete port; pick one before resolving")
-    plugin, spec = pm.call_first("inferx_engine_launch_spec", server=server, platform=platform)
+    plugin, spec = pm.call_first(
+        "inferx_engine_launch_spec", server=server, platform=platform, load=load
+    )
     if spec is None:
         raise UserFacingError(
             f"engine {server.engine!r} (plugin {entry.plugin!r}) gave no launch spec for this "

@@ -43,7 +43,7 @@ def plan_launch(
 ) -> LaunchPlan:
     """Resolve the launch of ``cfg`` on ``port`` (engine plugin + fixes + launcher)."""
     server = cfg.server().model_copy(update={"port": port})
-    resolved = resolve_launch(pm, server, platform)
+    resolved = resolve_launch(pm, server, platform, cfg.load)
     known = launchers(pm)
     entry = known.get(server.launcher)
     if entry is None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from inferx_core.sdk.markers import hookspec
 
 if TYPE_CHECKING:
-    from inferx_core.config.models import ServerConfig
+    from inferx_core.config.models import LoadProfile, ServerConfig
     from inferx_core.sdk.engine import EngineInfo
     from inferx_core.sdk.evaluator import EvaluatorInfo
     from inferx_core.sdk.executor import ExecutorInfo
@@ -90,7 +90,9 @@ def inferx_detect_platform() -> Platform | None:
 
 
 @hookspec(firstresult=True)
-def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec | None:
+def inferx_engine_launch_spec(
+    server: ServerConfig, platform: Platform, load: LoadProfile | None
+) -> LaunchSpec | None:
     """Build the command that starts ``server.engine`` for this server configuration.
 
     When: once per server configuration, before fixes are applied and before
@@ -99,6 +101,10 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
         server: the server configuration; ``server.port`` is already
         resolved (a free port was picked when the user gave none).
         platform: the detected or user-given platform.
+        load: the load the server will be measured under (its concurrency
+        levels, rates, stages), for engines that size their batch slots
+        from it (llama.cpp's ``--parallel``); None where no run is planned
+        (``inferx doctor``, ``inferx fixes``, the plugin kit).
     Returns: a :class:`~inferx_core.sdk.launch_spec.LaunchSpec` (None: no
     answer, the launch stops with an error naming the engine and plugin).
     Combine: firstresult; asked only of the plugin that registered

@@ -48,4 +48,8 @@ class EngineMetricsMap(BaseModel):
     # result reports hits / queries over the measured window as prefix_cache_hit_rate.
     prefix_cache_queries: str | None = None
     prefix_cache_hits: str | None = None
+    # For engines that count the prompt tokens they computed instead of those they looked
+    # up (llama.cpp: llamacpp:prompt_tokens_total beside ..._cached_total): queries are
+    # then hits + misses. Used only when prefix_cache_queries is None.
+    prefix_cache_misses: str | None = None
     extra: dict[str, str] = Field(default_factory=dict)

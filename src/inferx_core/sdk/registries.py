@@ -162,7 +162,13 @@ def _engine_hook_failures(pm: InferxPluginManager) -> list[HookFailure]:
 
         server = ServerConfig(engine=name, model=CHECK_MODEL, port=entry.info.default_port)
         spec, failure = _ask(
-            pm, "inferx_engine_launch_spec", LaunchSpec, False, server=server, platform=platform
+            pm,
+            "inferx_engine_launch_spec",
+            LaunchSpec,
+            False,
+            server=server,
+            platform=platform,
+            load=None,
         )
         failures.append(failure)
         if spec is not None:

@@ -59,24 +59,43 @@ def family_values(text: str, families: set[str] | None = None) -> dict[str, list
     return out
 
 
+def _found(families: dict[str, list[float]], family: str) -> list[float] | None:
+    return families.get(family) or families.get(family.removesuffix("_total"))
+
+
+def _queries_from_misses(
+    families: dict[str, list[float]], names: EngineMetricsMap
+) -> dict[str, float | None]:
+    """Prefix-cache queries as hits + misses, for engines that count misses (llama.cpp)."""
+    if names.prefix_cache_queries or not (names.prefix_cache_misses and names.prefix_cache_hits):
+        return {}
+    hits = _found(families, names.prefix_cache_hits)
+    misses = _found(families, names.prefix_cache_misses)
+    total = sum(hits) + sum(misses) if hits and misses else None
+    return {_FIELDS["prefix_cache_queries"]: total}
+
+
 def map_metrics(text: str, names: EngineMetricsMap) -> dict[str, float | None]:
     """InferX metric -> value for one scrape; None when the family is absent."""
     wanted = {getattr(names, f) for f in _FIELDS if getattr(names, f)} | set(names.extra.values())
+    if names.prefix_cache_misses:
+        wanted.add(names.prefix_cache_misses)
     families = family_values(text, {w.removesuffix("_total") for w in wanted})
     values: dict[str, float | None] = {}
     for field_name, key in _FIELDS.items():
         family = getattr(names, field_name)
         if family is None:
             continue
-        found = families.get(family) or families.get(family.removesuffix("_total"))
+        found = _found(families, family)
         if not found:
             values[key] = None
         elif field_name == "kv_cache_usage":
             values[key] = max(found) * names.kv_cache_usage_scale
         else:
             values[key] = sum(found)
+    values.update(_queries_from_misses(families, names))
     for extra_name, family in names.extra.items():
-        found = families.get(family)
+        found = _found(families, family)
         values[f"engine.{extra_name}"] = sum(found) if found else None
     return values
 

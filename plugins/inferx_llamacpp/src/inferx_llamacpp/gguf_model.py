@@ -1,0 +1,261 @@
+"""A Hugging Face Llama directory written as one GGUF file, the format llama-server loads.
+
+llama-server reads GGUF only, and no model hub is reachable from a benchmark
+host, so the plugin converts a local ``LlamaForCausalLM`` directory
+(``config.json``, ``model.safetensors``, ``tokenizer.json``,
+``tokenizer_config.json``) itself: float32 tensors under llama.cpp's names,
+the byte-level BPE tokenizer as llama.cpp's ``gpt2`` model with its merges
+and the GPT-2 pre-tokenizer regex, the special-token ids and the chat
+template. It is what llama.cpp's ``convert_hf_to_gguf.py`` writes for such a
+model, without torch. InferX's demo model (``inferx demo``) is one such
+directory.
+
+Conversions are cached: the GGUF file's name carries a hash of the source
+files, and it is written to a temporary file and renamed, so a crash or a
+concurrent conversion never leaves half a model behind.
+
+Command line: ``python -m inferx_llamacpp.gguf_model HF_DIR [--output FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from inferx_core import UserFacingError
+
+__all__ = ["CONVERTER_VERSION", "GgufConversionError", "convert", "gguf_path_for", "is_hf_llama"]
+
+#: Bump when the GGUF written for the same source changes.
+CONVERTER_VERSION = 1
+SOURCE_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
+ARCH = "llama"
+# llama.cpp's token types (gguf.TokenType): NORMAL, CONTROL.
+TOKEN_NORMAL = 1
+TOKEN_CONTROL = 3
+
+
+class GgufConversionError(UserFacingError, ValueError):
+    """A model directory this converter cannot write as GGUF (the message says why)."""
+
+
+def is_hf_llama(path: str | os.PathLike[str]) -> bool:
+    """True for a local directory holding a Hugging Face ``LlamaForCausalLM``."""
+    config = Path(path) / "config.json"
+    if not config.is_file():
+        return False
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("model_type") == ARCH
+
+
+def _source_hash(hf_dir: Path) -> str:
+    digest = hashlib.sha256(f"inferx-llamacpp-gguf-{CONVERTER_VERSION}".encode())
+    for name in SOURCE_FILES:
+        path = hf_dir / name
+        digest.update(name.encode())
+        digest.update(path.read_bytes() if path.is_file() else b"-")
+    return digest.hexdigest()[:16]
+
+
+def gguf_path_for(hf_dir: str | os.PathLike[str], cache_dir: str | os.PathLike[str]) -> Path:
+    """Where the GGUF of ``hf_dir`` lives in ``cache_dir`` (named by its sources' hash)."""
+    hf_dir = Path(hf_dir).absolute()
+    return Path(cache_dir) / f"{hf_dir.name}-{_source_hash(hf_dir)}-f32.gguf"
+
+
+def convert(hf_dir: str | os.PathLike[str], output: str | os.PathLike[str]) -> Path:
+    """Write ``hf_dir`` as a GGUF file at ``output`` (returned at once when it exists)."""
+    hf_dir, output = Path(hf_dir).absolute(), Path(output).absolute()
+    if output.is_file():
+        return output
+    missing = [name for name in SOURCE_FILES if not (hf_dir / name).is_file()]
+    if missing or not is_hf_llama(hf_dir):
+        why = f"missing {', '.join(missing)}" if missing else "config.json is not model_type llama"
+        raise GgufConversionError(
+            f"model {hf_dir}: cannot write it as GGUF ({why}); give llama.cpp a .gguf file "
+            "as model:, or a Hugging Face Llama directory"
+        )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
+    os.close(fd)
+    try:
+        _write(hf_dir, Path(tmp))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, output)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return output
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise GgufConversionError(f"{path}: expected a JSON object")
+    return data
+
+
+def _write(hf_dir: Path, output: Path) -> None:
+    import gguf  # the plugin's own dependency; only needed when converting
+
+    config = _read_json(hf_dir / "config.json")
+    tokenizer = _read_json(hf_dir / "tokenizer.json")
+    tok_config = _read_json(hf_dir / "tokenizer_config.json")
+    writer = gguf.GGUFWriter(str(output), ARCH)
+    writer.add_name(hf_dir.name)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    _add_hparams(writer, config)
+    _add_tokenizer(writer, config, tokenizer, tok_config)
+    for name, tensor in _tensors(hf_dir, config):
+        writer.add_tensor(name, tensor)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def _head_dim(config: dict[str, Any]) -> int:
+    return int(config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"])
+
+
+def _add_hparams(writer: Any, config: dict[str, Any]) -> None:
+    writer.add_context_length(int(config.get("max_position_embeddings", 2048)))
+    writer.add_embedding_length(int(config["hidden_size"]))
+    writer.add_block_count(int(config["num_hidden_layers"]))
+    writer.add_feed_forward_length(int(config["intermediate_size"]))
+    writer.add_head_count(int(config["num_attention_heads"]))
+    writer.add_head_count_kv(int(config.get("num_key_value_heads", config["num_attention_heads"])))
+    writer.add_layer_norm_rms_eps(float(config.get("rms_norm_eps", 1e-5)))
+    writer.add_rope_freq_base(float(config.get("rope_theta", 10000.0)))
+    writer.add_rope_dimension_count(_head_dim(config))
+    writer.add_key_length(_head_dim(config))
+    writer.add_value_length(_head_dim(config))
+    writer.add_vocab_size(int(config["vocab_size"]))
+
+
+def _merges(model: dict[str, Any]) -> list[str]:
+    # tokenizers >= 0.20 stores merges as pairs, older versions as "a b" strings
+    return [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
+
+
+def _add_tokenizer(
+    writer: Any, config: dict[str, Any], tokenizer: dict[str, Any], tok_config: dict[str, Any]
+) -> None:
+    model = tokenizer.get("model") or {}
+    if model.get("type") != "BPE":
+        raise GgufConversionError(
+            f"tokenizer.json: model type {model.get('type')!r}; only byte-level BPE is converted"
+        )
+    vocab: dict[str, int] = dict(model["vocab"])
+    special = {t["content"]: t["id"] for t in tokenizer.get("added_tokens", []) if t.get("special")}
+    vocab.update(special)
+    size = int(config["vocab_size"])
+    tokens = [f"[PAD{i}]" for i in range(size)]
+    types = [TOKEN_CONTROL] * size  # ids the tokenizer never produces stay unused
+    for text, token_id in vocab.items():
+        if token_id < size:
+            tokens[token_id] = text
+            types[token_id] = TOKEN_CONTROL if text in special else TOKEN_NORMAL
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("gpt-2")  # the ByteLevel pre-tokenizer's GPT-2 regex
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges(_merges(model))
+    for key, adder in (
+        ("bos_token_id", writer.add_bos_token_id),
+        ("eos_token_id", writer.add_eos_token_id),
+        ("pad_token_id", writer.add_pad_token_id),
+    ):
+        if isinstance(config.get(key), int):
+            adder(config[key])
+    writer.add_add_bos_token(bool(tok_config.get("add_bos_token", True)))
+    writer.add_add_eos_token(bool(tok_config.get("add_eos_token", False)))
+    if isinstance(tok_config.get("chat_template"), str):
+        writer.add_chat_template(tok_config["chat_template"])
+
+
+def _permute_rope(weights: Any, n_head: int) -> Any:
+    """HF rotates the halves of each head; llama.cpp's Llama rotates interleaved pairs."""
+    rows = weights.shape[0]
+    return (
+        weights.reshape(n_head, 2, rows // n_head // 2, *weights.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(weights.shape)
+    )
+
+
+_LAYER_NAMES = {
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+    "input_layernorm.weight": "attn_norm.weight",
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+}
+_TOP_NAMES = {
+    "model.embed_tokens.weight": "token_embd.weight",
+    "model.norm.weight": "output_norm.weight",
+    "lm_head.weight": "output.weight",
+}
+
+
+def gguf_tensor_name(hf_name: str) -> str:
+    """llama.cpp's name for a Hugging Face Llama parameter name."""
+    if hf_name in _TOP_NAMES:
+        return _TOP_NAMES[hf_name]
+    parts = hf_name.split(".", 3)
+    if len(parts) == 4 and parts[:2] == ["model", "layers"] and parts[3] in _LAYER_NAMES:
+        return f"blk.{parts[2]}.{_LAYER_NAMES[parts[3]]}"
+    raise GgufConversionError(f"model.safetensors: parameter {hf_name!r} is not a Llama one")
+
+
+def _tensors(hf_dir: Path, config: dict[str, Any]) -> list[tuple[str, Any]]:
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    n_head = int(config["num_attention_heads"])
+    n_kv = int(config.get("num_key_value_heads", n_head))
+    out = []
+    for hf_name, tensor in sorted(load_file(str(hf_dir / "model.safetensors")).items()):
+        array = np.ascontiguousarray(tensor, dtype=np.float32)
+        if hf_name.endswith("self_attn.q_proj.weight"):
+            array = _permute_rope(array, n_head)
+        elif hf_name.endswith("self_attn.k_proj.weight"):
+            array = _permute_rope(array, n_kv)
+        out.append((gguf_tensor_name(hf_name), np.ascontiguousarray(array)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m inferx_llamacpp.gguf_model",
+        description="Write a Hugging Face Llama directory as one GGUF file (float32).",
+    )
+    parser.add_argument("hf_dir", type=Path)
+    parser.add_argument("--output", type=Path, help="default: the plugin's cache")
+    args = parser.parse_args(argv)
+    from inferx_llamacpp.engine_paths import model_cache_dir
+
+    output = args.output or gguf_path_for(args.hf_dir, model_cache_dir())
+    try:
+        print(convert(args.hf_dir, output))
+    except UserFacingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,205 @@
+"""llama.cpp's answers to the InferX hooks (``engine: llamacpp``).
+
+The command follows llama-server's own ``--help``::
+
+    llama-server --model M.gguf --host H --port P --alias NAME
+        --parallel SLOTS --cont-batching --ctx-size N (--no-kv-unified | --kv-unified)
+        --metrics --jinja --no-webui (--no-cache-prompt --cache-ram 0 | --cache-prompt)
+
+- ``--parallel``: the slots that decode together (continuous batching).
+  ``max_num_seqs`` when set, else the highest concurrency of the load, so no
+  request waits for a slot the benchmark did not ask for.
+- ``--ctx-size``: llama-server splits its context among the slots;
+  ``max_model_len`` is per request, so the context is ``max_model_len x
+  slots`` with a KV cache per slot. Without ``max_model_len`` the model's own
+  context is shared by the slots (``--ctx-size 0 --kv-unified``).
+- ``prefix_caching``: off (the default) passes ``--no-cache-prompt
+  --cache-ram 0``, so no request reuses another's KV; on passes
+  ``--cache-prompt`` and the hit counts come from
+  ``llamacpp:prompt_tokens_cached_total``.
+- ``model``: a ``.gguf`` file, or a local Hugging Face Llama directory that
+  the plugin writes as GGUF once (:mod:`inferx_llamacpp.gguf_model`).
+- the binary: ``executable`` when given, else ``$INFERX_LLAMA_SERVER``, the
+  engine cache's build (``make llama-server``), else ``llama-server`` on PATH.
+- ``engine_args`` become flags (``{n-gpu-layers: 99}`` -> ``--n-gpu-layers
+  99``; true is a switch, false leaves it out); ``extra_argv`` is appended.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inferx_core import (
+    EngineInfo,
+    EngineMetricsMap,
+    LaunchSpec,
+    LoadProfile,
+    Platform,
+    ReadinessProbe,
+    ServerConfig,
+    UserFacingError,
+    hookimpl,
+    port_free_wait,
+    set_flag,
+    tiny_completion_probe,
+)
+from inferx_llamacpp.engine_paths import BINARY_NAME, find_binary, model_cache_dir
+
+ENGINE = "llamacpp"
+#: llama-server's own default when asked for "auto" slots.
+DEFAULT_SLOTS = 4
+#: Flags the plugin sets from named config fields; engine_args may not set them.
+RESERVED = {
+    "--model": "model",
+    "--host": "host",
+    "--port": "port",
+    "--alias": "served_model_name",
+    "--parallel": "max_num_seqs",
+    "--ctx-size": "max_model_len",
+    "--cache-prompt": "prefix_caching",
+    "--no-cache-prompt": "prefix_caching",
+}
+
+
+@hookimpl
+def inferx_register_engines() -> list[EngineInfo]:
+    return [
+        EngineInfo(
+            name=ENGINE,
+            description="llama.cpp's llama-server (OpenAI-compatible; CPU build from the engine "
+            "cache, or any llama-server on PATH)",
+            homepage="https://github.com/ggml-org/llama.cpp/tree/master/tools/server",
+            default_port=8080,
+            # llama-server ignores stream_options.continuous_usage_stats: usage comes once,
+            # on the finish chunk (completions) or a chunk of its own (chat).
+            continuous_usage_stats=False,
+            version_path="/props",
+            version_field="build_info",
+        )
+    ]
+
+
+def slots_for(server: ServerConfig, load: LoadProfile | None) -> int:
+    """Slots: max_num_seqs, else the load's highest concurrency, else llama-server's 4."""
+    if server.max_num_seqs is not None:
+        return server.max_num_seqs
+    if load is not None:
+        levels = [*(load.concurrency or []), load.max_concurrency]
+        levels += [getattr(stage, "concurrency", None) for stage in load.stages or []]
+        levels = [int(c) for c in levels if c]
+        if levels:
+            return max(levels)
+    return DEFAULT_SLOTS
+
+
+def model_file(model: str) -> str:
+    """The GGUF llama-server loads: the model itself, or its conversion from a HF directory."""
+    from inferx_llamacpp.gguf_model import convert, gguf_path_for, is_hf_llama
+
+    path = Path(model).expanduser()
+    if path.is_dir() and is_hf_llama(path):
+        return str(convert(path, gguf_path_for(path, model_cache_dir())))
+    return model
+
+
+def engine_args_argv(server: ServerConfig) -> list[str]:
+    argv: list[str] = []
+    for key, value in server.engine_args.items():
+        flag = "--" + key.replace("_", "-").removeprefix("--")
+        if flag in RESERVED:
+            raise UserFacingError(
+                f"engine_args.{key}: llama-server's {flag} is set from the config field "
+                f"{RESERVED[flag]}; set that instead"
+            )
+        set_flag(argv, flag, value)
+    return argv
+
+
+def build_argv(server: ServerConfig, load: LoadProfile | None = None) -> list[str]:
+    binary = find_binary()
+    executable = list(server.executable or [str(binary) if binary else BINARY_NAME])
+    slots = slots_for(server, load)
+    argv = [*executable, "--model", model_file(server.model)]
+    argv += ["--host", server.host, "--port", str(server.port), "--alias", server.name_served]
+    argv += ["--parallel", str(slots), "--cont-batching"]
+    if server.max_model_len is not None:
+        argv += ["--ctx-size", str(server.max_model_len * slots), "--no-kv-unified"]
+    else:
+        argv += ["--ctx-size", "0", "--kv-unified"]
+    argv += ["--metrics", "--jinja", "--no-webui"]
+    if server.prefix_caching:
+        argv.append("--cache-prompt")
+    else:
+        argv += ["--no-cache-prompt", "--cache-ram", "0"]
+    argv += engine_args_argv(server)
+    return [*argv, *server.extra_argv]
+
+
+def _warnings(server: ServerConfig, argv: list[str]) -> tuple[str, ...]:
+    notes = []
+    if server.executable is None and find_binary() is None:
+        notes.append(
+            f"{BINARY_NAME} not found: run `make llama-server` (engine cache), put it on PATH "
+            "or set INFERX_LLAMA_SERVER"
+        )
+    model = argv[argv.index("--model") + 1]
+    if not model.endswith(".gguf"):
+        notes.append(f"model {model!r}: llama-server loads a local .gguf file")
+    if server.dtype or server.kv_cache_dtype or server.gpu_memory_utilization:
+        notes.append(
+            "dtype, kv_cache_dtype and gpu_memory_utilization are not llama-server settings; "
+            "the GGUF file sets the weights' types (engine_args: {cache-type-k: ...} the KV's)"
+        )
+    return tuple(notes)
+
+
+@hookimpl
+def inferx_engine_launch_spec(
+    server: ServerConfig, platform: Platform, load: LoadProfile | None
+) -> LaunchSpec:
+    # `load` has no default: pluggy passes only the parameters an implementation names
+    # without one.
+    assert server.port is not None
+    argv = build_argv(server, load)
+    return LaunchSpec(
+        engine=ENGINE,
+        argv=tuple(argv),
+        env=dict(server.engine_env),
+        image=server.image,
+        host=server.host,
+        port=server.port,
+        preflight=(port_free_wait(server.port),),
+        warnings=_warnings(server, argv),
+        labels={"engine": ENGINE, "model": server.model},
+    )
+
+
+@hookimpl
+def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe]:
+    # /health answers 503 while the model loads, 200 once the slots are ready.
+    return [
+        ReadinessProbe(name="health", path="/health"),
+        ReadinessProbe(
+            name="model listed", path="/v1/models", expect_in_body="{served_model_name}"
+        ),
+        tiny_completion_probe("tiny completion"),
+    ]
+
+
+@hookimpl
+def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
+    # llama-server's --metrics families (tools/server/server-task.cpp): it has no KV-use
+    # gauge and no preemption counter, and counts the prompt tokens it computed
+    # (prompt_tokens_total) beside those it took from the cache.
+    return EngineMetricsMap(
+        requests_running="llamacpp:requests_processing",
+        requests_waiting="llamacpp:requests_deferred",
+        prefix_cache_hits="llamacpp:prompt_tokens_cached_total",
+        prefix_cache_misses="llamacpp:prompt_tokens_total",
+        extra={
+            "prompt_tokens_total": "llamacpp:prompt_tokens_total",
+            "generation_tokens_total": "llamacpp:tokens_predicted_total",
+            "decode_calls_total": "llamacpp:n_decode_total",
+            "busy_slots_per_decode": "llamacpp:n_busy_slots_per_decode",
+        },
+    )

@@ -1,0 +1,142 @@
+"""The llama-server command built from a config: slots, context, caching, binary, model."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inferx_core import (
+    LoadProfile,
+    Platform,
+    RunConfig,
+    ServerConfig,
+    UserFacingError,
+    get_plugin_manager,
+    resolve_launch,
+)
+from inferx_llamacpp import engine_paths, plugin
+
+
+@pytest.fixture(autouse=True)
+def _fake_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache holding a finished build, so argv names a binary whatever the machine has."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv(engine_paths.BINARY_ENV, raising=False)
+    folder = engine_paths.engine_dir()
+    (folder / "bin").mkdir(parents=True)
+    binary = folder / "bin" / "llama-server"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    (folder / engine_paths.INSTALLED_STAMP).write_text("built\n")
+    return binary
+
+
+def server(**kw: object) -> ServerConfig:
+    return ServerConfig(engine="llamacpp", model="/m/tiny.gguf", port=8123, **kw)  # type: ignore[arg-type]
+
+
+def argv(load: LoadProfile | None = None, **kw: object) -> list[str]:
+    spec = plugin.inferx_engine_launch_spec(server=server(**kw), platform=Platform(), load=load)
+    return list(spec.argv)
+
+
+def value(args: list[str], flag: str) -> str:
+    return args[args.index(flag) + 1]
+
+
+def test_the_cached_build_runs_the_model_with_metrics_templates_and_no_ui(
+    _fake_binary: Path,
+) -> None:
+    args = argv()
+    assert args[0] == str(_fake_binary)
+    assert value(args, "--model") == "/m/tiny.gguf"
+    assert value(args, "--port") == "8123" and value(args, "--alias") == "/m/tiny.gguf"
+    assert {"--metrics", "--jinja", "--no-webui", "--cont-batching"} <= set(args)
+
+
+def test_slots_come_from_max_num_seqs_else_the_loads_highest_concurrency() -> None:
+    assert value(argv(max_num_seqs=6), "--parallel") == "6"
+    assert value(argv(LoadProfile(concurrency=[1, 16, 4])), "--parallel") == "16"
+    rate = LoadProfile(request_rate=[2.0], max_concurrency=12, num_prompts=10)
+    assert value(argv(rate), "--parallel") == "12"
+    assert value(argv(None), "--parallel") == str(plugin.DEFAULT_SLOTS)
+
+
+@settings(max_examples=25, deadline=None)
+@given(slots=st.integers(1, 64), context=st.integers(16, 32768))
+def test_each_slot_gets_max_model_len_of_context(slots: int, context: int) -> None:
+    args = argv(max_num_seqs=slots, max_model_len=context)
+    # llama-server splits --ctx-size among the slots (per-slot KV cache)
+    assert int(value(args, "--ctx-size")) // int(value(args, "--parallel")) == context
+    assert "--no-kv-unified" in args
+
+
+def test_without_max_model_len_the_models_context_is_shared() -> None:
+    args = argv()
+    assert value(args, "--ctx-size") == "0" and "--kv-unified" in args
+
+
+def test_prompt_caching_is_off_unless_the_config_turns_it_on() -> None:
+    off = argv()
+    assert "--no-cache-prompt" in off and value(off, "--cache-ram") == "0"
+    on = argv(prefix_caching=True)
+    assert "--cache-prompt" in on and "--no-cache-prompt" not in on and "--cache-ram" not in on
+
+
+def test_engine_args_become_flags_but_cannot_override_named_fields() -> None:
+    args = argv(engine_args={"n_gpu_layers": 99, "flash-attn": "on", "mlock": True})
+    assert value(args, "--n-gpu-layers") == "99" and value(args, "--flash-attn") == "on"
+    assert "--mlock" in args
+    with pytest.raises(UserFacingError, match=r"engine_args.parallel: .*max_num_seqs"):
+        argv(engine_args={"parallel": 3})
+
+
+def test_the_binary_comes_from_executable_env_cache_or_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _fake_binary: Path
+) -> None:
+    assert argv(executable=["/opt/llama/bin/llama-server"])[0] == "/opt/llama/bin/llama-server"
+    own = tmp_path / "own-llama-server"
+    own.write_text("#!/bin/sh\n")
+    own.chmod(0o755)
+    monkeypatch.setenv(engine_paths.BINARY_ENV, str(own))
+    assert argv()[0] == str(own)
+    monkeypatch.delenv(engine_paths.BINARY_ENV)
+    (_fake_binary.parent.parent / engine_paths.INSTALLED_STAMP).unlink()  # a half-made build
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    spec = plugin.inferx_engine_launch_spec(server=server(), platform=Platform(), load=None)
+    assert spec.argv[0] == "llama-server"
+    assert any("make llama-server" in w for w in spec.warnings)
+
+
+def test_a_hub_id_is_passed_on_with_a_warning() -> None:
+    spec = plugin.inferx_engine_launch_spec(
+        server=ServerConfig(engine="llamacpp", model="org/model", port=8080),
+        platform=Platform(),
+        load=None,
+    )
+    assert any("local .gguf" in w for w in spec.warnings)
+
+
+def test_a_run_plans_its_slots_from_its_own_load() -> None:
+    """Through the core: plan_launch hands the run's load to the engine's plugin."""
+    from inferx_core.pipeline.launch_plan import plan_launch
+
+    cfg = RunConfig(engine="llamacpp", model="/m/tiny.gguf", load={"concurrency": [2, 9]})
+    pm = get_plugin_manager(env={"INFERX_DISABLE_PLUGINS": "example-tpu"})
+    plan = plan_launch(cfg, pm, Platform(), port=8124, output_dir=Path(os.devnull).parent)
+    assert value(list(plan.resolved.spec.argv), "--parallel") == "9"
+    # without a load (doctor, fixes, the plugin kit) llama-server's own default
+    bare = resolve_launch(pm, cfg.server().model_copy(update={"port": 8125}), Platform())
+    assert value(list(bare.spec.argv), "--parallel") == str(plugin.DEFAULT_SLOTS)
+
+
+def test_metrics_map_llama_servers_names() -> None:
+    names = plugin.inferx_engine_metrics(server=server())
+    assert names.requests_running == "llamacpp:requests_processing"
+    assert names.prefix_cache_hits == "llamacpp:prompt_tokens_cached_total"
+    assert names.prefix_cache_misses == "llamacpp:prompt_tokens_total"
+    assert names.prefix_cache_queries is None and names.kv_cache_usage is None

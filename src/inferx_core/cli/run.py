@@ -169,7 +169,7 @@ def plan(
     for cfg in configs:
         port = cfg.port or engine_registry(pm).get(cfg.engine).info.default_port
         server = cfg.server().model_copy(update={"port": port})
-        resolved = resolve_launch(pm, server, platform)
+        resolved = resolve_launch(pm, server, platform, cfg.load)
         run_dir = Path(output_dir or cfg.output_dir) / "servers" / server_id(cfg)
         entry = known_launchers.get(server.launcher)
         launcher_view = entry[1].factory().describe(resolved.spec, run_dir) if entry else None

@@ -34,6 +34,7 @@ import numpy as np
 
 from inferx_core.load.records import RequestRecord
 from inferx_core.metrics.stats import percentile_word
+from inferx_core.results.flat import vllm_burstiness
 from inferx_core.results.model import PointResultBase
 
 #: Per-request lists vLLM removes unless ``--save-detailed`` is given.
@@ -228,7 +229,8 @@ def _setup(result: PointResultBase, metadata: Mapping[str, str]) -> dict[str, An
     # vLLM's arrivals are gamma with shape = burstiness (1: Poisson); evenly
     # spaced arrivals are its limit as the shape grows without bound.
     load_cfg = config.get("load") or {}
-    setup["burstiness"] = "inf" if arrival_constant else float(load_cfg.get("burstiness") or 1.0)
+    burstiness = vllm_burstiness(ident.mode, load.arrival, config)
+    setup["burstiness"] = "inf" if arrival_constant or burstiness is None else burstiness
     setup["max_concurrency"] = ident.max_concurrency
     if load_cfg.get("ramp") and ident.mode == "open":
         setup["ramp_up_strategy"] = load_cfg["ramp"]

@@ -29,7 +29,7 @@ import numpy as np
 from inferx_core.load.prompt_text import exact_random_texts, fitted_word_texts, stream_rng
 from inferx_core.load.tokenizer import TokenCounter, is_tokenizer
 from inferx_core.load.traces import BLOCK_TOKENS, TraceRequest
-from inferx_core.load.workload import PromptSpec, Workload, WorkloadSpec
+from inferx_core.load.workload import PromptSpec, Workload, WorkloadSpec, require_decoding
 
 __all__ = ["TraceWorkload", "build_trace_workload", "hash_block_ids"]
 
@@ -131,10 +131,7 @@ def _texts(
             shared_prefixes=prefixes,
         )  # fmt: skip
     if with_blocks:
-        raise ValueError(
-            "a trace with hash_ids needs the model's tokenizer (the server's /tokenize or "
-            "--tokenizer) to make requests share exact prefix tokens"
-        )
+        require_decoding(counter, "a trace with hash_ids")
     notes.append("counter cannot decode token ids: prompts are word text cut to length")
     return fitted_word_texts(counter, targets, seed, chat=chat, unique_prefix=False)
 

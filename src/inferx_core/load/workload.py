@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from inferx_core.errors import UserFacingError
 from inferx_core.load.dataset import (
     DatasetRecord,
     Message,
@@ -67,13 +68,33 @@ UniformSemantics = Literal["inferencex", "vllm", "sglang", "fixed"]
 
 __all__ = [
     "Api",
+    "NeedsDecodingError",
     "PromptSpec",
     "UniformSemantics",
     "Workload",
     "WorkloadKind",
     "WorkloadSpec",
     "build_workload",
+    "require_decoding",
 ]
+
+
+class NeedsDecodingError(UserFacingError, ValueError):
+    """Prompts must share exact tokens (a shared prefix, a trace's hash_ids), which needs a
+    tokenizer that decodes token ids, and the counter cannot."""
+
+
+def require_decoding(counter: TokenCounter, what: str) -> None:
+    """Raise :class:`NeedsDecodingError` naming ``what`` and the fix unless ``counter``
+    decodes token ids."""
+    if is_tokenizer(counter):
+        return
+    why = getattr(counter, "decode_unavailable_reason", None)
+    has = f"{counter.description} cannot decode token ids" + (f" ({why})" if why else "")
+    raise NeedsDecodingError(
+        f"{what} needs the model's tokenizer to make prompts share exact tokens, and {has}; "
+        "fix: give --tokenizer path/to/tokenizer.json (workload.tokenizer), the model's"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,11 +261,6 @@ def _random_prompts(
     estimated = counter.source == "estimate"
     in_spec = spec.input_lengths()
     targets = sample_lengths(in_spec, n, stream_rng(seed, STREAM_INPUT))
-    if spec.shared_prefix and not is_tokenizer(counter):
-        raise ValueError(
-            "a shared prefix needs the model's tokenizer (the server's /tokenize or --tokenizer) "
-            "to make prompts share exact tokens"
-        )
     if is_tokenizer(counter):
         shared = group_prefix_ids(spec, counter, n, seed, chat=chat) if spec.shared_prefix else None
         if shared is not None:
@@ -334,6 +350,8 @@ def _check_build_args(n: int, seed: int) -> None:
 def build_workload(spec: WorkloadSpec, counter: TokenCounter, n: int, seed: int) -> Workload:
     """Build ``n`` prompts for ``spec``, measuring every length with ``counter``."""
     _check_build_args(n, seed)
+    if spec.shared_prefix and spec.kind != "dataset":
+        require_decoding(counter, f"shared_prefix {spec.shared_prefix} (--shared-prefix)")
     t0 = time.perf_counter()
     chat = spec.api == "chat"
     estimated = counter.source == "estimate"

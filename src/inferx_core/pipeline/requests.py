@@ -205,14 +205,16 @@ def build_requests(
     n_measured = prompts_for(point, load)
     n_warmup = warmup_for(point, load)
     spec = workload_spec(workload)
-    built = build_workload(spec, counter.counter, n_measured, workload.seed)
+    # shared prefixes are token ids decoded: a local tokenizer when the server cannot decode
+    builder, note = _decoding_counter(counter, workload) if workload.shared_prefix else (None, None)
+    builder = builder or counter.counter
+    built = build_workload(spec, builder, n_measured, workload.seed)
+    built.notes.extend([note] if note else [])
     context = None
     limit = context_limit(workload, target, counter)
     if workload.kind == "dataset" and limit is not None:
         built, context = _fit_dataset(built, spec, counter, n_measured, workload.seed, limit)
-    warm_built = (
-        build_workload(spec, counter.counter, n_warmup, workload.seed + 7919) if n_warmup else None
-    )
+    warm_built = build_workload(spec, builder, n_warmup, workload.seed + 7919) if n_warmup else None
     if warm_built is not None and limit is not None and workload.kind == "dataset":
         warm_built = keep_prompts(warm_built, fitting_indices(warm_built.prompts, limit))
     measured = _prepare(built, target, workload, warmup=False, first_id=0)
@@ -382,14 +384,15 @@ def _session_trace_build(
 
 def _decoding_counter(counter: CounterResolution, workload: Workload) -> tuple[Any, str | None]:
     """The counter prompts are built with: the resolved one, or the local tokenizer file
-    when the server's /tokenize cannot detokenize (hash_ids need token ids decoded)."""
+    when the server's /tokenize cannot detokenize (hash_ids and shared prefixes need token
+    ids decoded)."""
     current = counter.counter
     if getattr(current, "can_decode", True) or workload.tokenizer is None:
         return current, None
     local = LocalTokenizer.from_file(workload.tokenizer)
     why = getattr(current, "decode_unavailable_reason", None) or "no detokenize"
     return local, (
-        f"the server's tokenizer cannot decode ({why}): trace prompts are built and counted "
+        f"the server's tokenizer cannot decode ({why}): prompts are built and counted "
         f"with the local tokenizer {workload.tokenizer}"
     )
 

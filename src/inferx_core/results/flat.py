@@ -8,6 +8,10 @@ lookups of a figure by name (Pareto axes, ``--metric``) use it.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from typing import Any
+
 FLAT_SCHEMA_VERSION = 1
 
 #: Offered-load fields of the flat layout, in file order (counts come from the metrics).
@@ -36,3 +40,23 @@ PROVENANCE_KEYS: tuple[str, ...] = (
     "engine_log_tail",
     "imported_from",
 )
+
+_GAMMA_SHAPE = re.compile(r"gamma\(burstiness=([^)]+)\)")
+
+
+def vllm_burstiness(
+    mode: str | None, arrival: str | None, config: Mapping[str, Any] | None
+) -> float | None:
+    """``burstiness`` as ``vllm bench serve`` writes it: the gamma shape of the arrival gaps
+    (1.0: Poisson, also vLLM's value where no gaps are drawn); None for evenly spaced
+    arrivals, which have no shape. From the point's config, else its arrival label."""
+    if mode == "open" and arrival is not None and arrival.rsplit(", ", 1)[-1] == "constant":
+        return None
+    configured = ((config or {}).get("load") or {}).get("burstiness")
+    if isinstance(configured, (int, float)) and not isinstance(configured, bool):
+        return float(configured)
+    drawn = _GAMMA_SHAPE.search(arrival or "")
+    try:
+        return float(drawn.group(1)) if drawn else 1.0
+    except ValueError:
+        return 1.0

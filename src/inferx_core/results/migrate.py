@@ -23,8 +23,9 @@ _HEADER_KEYS = frozenset(
 _IDENTITY_KEYS = frozenset(
     {"finished_at", "server_id", "mode", "request_rate", "max_concurrency", "concurrency"}
 )
-# The flat view's summary of schema-2 validity; the checks themselves are not in it.
-_DERIVED_KEYS = frozenset({"valid", "validity_failing", "repeats", "repeat_stats"})
+# The flat view's summary of schema-2 validity (the checks themselves are not in it), and
+# vLLM's burstiness, derived from the config and the arrival label.
+_DERIVED_KEYS = frozenset({"valid", "validity_failing", "repeats", "repeat_stats", "burstiness"})
 _LEGACY_LEVEL = re.compile(r"-(?:c(?P<c>\d+)|r(?P<r>[0-9.e+]+|inf)(?:-cap(?P<cap>\d+))?)$")
 
 

@@ -41,6 +41,7 @@ from inferx_core.results.flat import (
     OFFERED_KEYS,
     PROVENANCE_KEYS,
     TARGET_KEYS,
+    vllm_burstiness,
 )
 from inferx_core.telemetry.model import TelemetrySection
 
@@ -324,6 +325,7 @@ def _load_level(result: PointResultBase) -> dict[str, Any]:
     out["request_rate"] = "inf" if ident.request_rate is None else ident.request_rate
     if load is not None:
         out["arrival"] = load.arrival
+        out["burstiness"] = vllm_burstiness(ident.mode, load.arrival, result.provenance.config)
     out["max_concurrency"] = ident.max_concurrency
     if load is not None:
         for key in OFFERED_KEYS[3:]:

@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from functools import partial
-from operator import is_not
 from pathlib import Path
 from typing import Any
 
@@ -140,14 +138,13 @@ _MAX_MAGNITUDE = 10**MAX_INT_DIGITS
 def check_values(data: Any, *, finite: bool = True) -> None:
     """Refuse nesting over :data:`MAX_DEPTH`, more than :data:`MAX_VALUES` values, strings
     over :data:`MAX_STRING_CHARS`, integers over :data:`MAX_INT_DIGITS` digits and, when
-    ``finite``, non-finite numbers. Walked without recursion; lists of numbers (a
-    sidecar's chunk times) are checked with builtins, not value by value."""
+    ``finite``, infinite numbers (walked without recursion)."""
     stack: list[tuple[Any, int]] = [(data, 0)]
     count = 1
     while stack:
         value, depth = stack.pop()
         if not isinstance(value, dict | list):
-            _check_scalars([value], finite)
+            _check_scalar_value(value, finite)
             continue
         if depth >= MAX_DEPTH:
             raise ParseError(f"nested more than {MAX_DEPTH} levels deep")
@@ -155,41 +152,43 @@ def check_values(data: Any, *, finite: bool = True) -> None:
         count += len(items)
         if count > MAX_VALUES:
             raise ParseError(f"more than {MAX_VALUES} values")
-        if _NUMBERS.issuperset(map(type, items)):
-            _check_numbers(items, finite)
+        kinds = set(map(type, items))
+        if kinds <= _NUMBERS:  # a list of numbers (a sidecar's chunk times): no loop
+            _check_numbers(items, kinds, finite)
             continue
         for item in items:
             if isinstance(item, dict | list):
                 stack.append((item, depth + 1))
             else:
-                _check_scalars([item], finite)
+                _check_scalar_value(item, finite)
 
 
-def _check_scalars(values: list[Any], finite: bool) -> None:
-    for value in values:
-        if isinstance(value, str):
-            if len(value) > MAX_STRING_CHARS:
-                raise ParseError(
-                    f"a string of {len(value)} characters (at most {MAX_STRING_CHARS}): "
-                    f"{value[:40]!r}..."
-                )
-        else:
-            _check_numbers([value], finite)
+def _check_scalar_value(value: Any, finite: bool) -> None:
+    if isinstance(value, str):
+        if len(value) > MAX_STRING_CHARS:
+            raise ParseError(
+                f"a string of {len(value)} characters (at most {MAX_STRING_CHARS}): "
+                f"{value[:40]!r}..."
+            )
+    elif value is not None:
+        _check_numbers([value], {type(value)}, finite)
 
 
-def _check_numbers(values: list[Any], finite: bool) -> None:
-    if finite:  # every number (a bool is an int); builtins only: sidecars hold millions
-        numbers = list(filter(partial(is_not, None), values))
-    else:  # NaN and infinity may stand (a config's .inf): only integers are bounded
-        numbers = [v for v in values if type(v) is int]
-    if not numbers:
-        return
-    low, high = min(numbers), max(numbers)  # NaN cannot be here: its literal is refused
-    if not (low > -_MAX_MAGNITUDE and high < _MAX_MAGNITUDE):
-        big = high if abs(high) >= abs(low) else low
-        if isinstance(big, float) and math.isinf(big):
+def _check_numbers(values: list[Any], kinds: set[type], finite: bool) -> None:
+    """Integers within :data:`MAX_INT_DIGITS` digits; floats finite when ``finite``.
+    Builtins over the whole list where it holds one kind: sidecars hold millions."""
+    if int in kinds:
+        ints = values if kinds <= {int, bool} else [v for v in values if type(v) is int]
+        low, high = min(ints), max(ints)
+        if low <= -_MAX_MAGNITUDE or high >= _MAX_MAGNITUDE:
+            big = str(high if high >= -low else low)
+            raise ParseError(
+                f"an integer of {len(big.lstrip('-'))} digits (at most {MAX_INT_DIGITS})"
+            )
+    if finite and float in kinds:
+        floats = values if kinds == {float} else [v for v in values if type(v) is float]
+        if math.isinf(min(floats)) or math.isinf(max(floats)):  # NaN's literal is refused
             raise ParseError("a number that overflows to infinity; write null for a missing value")
-        raise ParseError(f"a number of over {MAX_INT_DIGITS} digits ({str(big)[:20]}...)")
 
 
 def loads_yaml(text: str) -> tuple[Any, Any]:

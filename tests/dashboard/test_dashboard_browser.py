@@ -149,3 +149,52 @@ def test_history_hover_and_not_ok_points(chromium: str, tmp_path: Path) -> None:
     assert seen["history_config"] == "h200-tp1-c16"
     assert seen["history"] == ["0.31", "0.32"]  # both nights, oldest first, versions on them
     assert seen["drawn_n1"] == 2 and seen["history_n1"] == ["0.31"]
+
+
+async def _drive_unpriced(chromium: str, page: Path, profile: Path) -> dict:
+    shown = (
+        "(id => { const e = document.getElementById(id); return !e.hidden && e.offsetHeight > 0; })"
+    )
+    seen: dict = {}
+    async with Browser(chromium, profile) as b:
+        await b.open(page.resolve().as_uri(), READY)
+        seen["message_shown"] = await b.evaluate(f"{shown}('cost-missing')")
+        seen["chart_shown"] = await b.evaluate(f"{shown}('chart-cost')")
+        seen["chart_svg"] = await b.evaluate("document.querySelectorAll('#chart-cost svg').length")
+        seen["message"] = await b.evaluate("document.getElementById('cost-missing').innerText")
+        # a price typed on the page: the chart is drawn and the message goes
+        await b.evaluate("document.getElementById('price').focus()")
+        await b.type("3")
+        await b.wait_for(f"{shown}('chart-cost')")
+        seen["message_after"] = await b.evaluate(f"{shown}('cost-missing')")
+        seen["cost_after"] = await b.evaluate(
+            "document.getElementById('chart-cost').data.filter(t => t.mode === 'markers')"
+            ".map(t => t.y).flat()"
+        )
+    return seen
+
+
+def test_without_a_price_the_cost_chart_says_what_is_missing(chromium: str, tmp_path: Path) -> None:
+    from result_factory import make_result, write_results
+
+    gpu = '<img src=x onerror="window.__pwned=1">GPU'  # no price table knows it
+    cost = {"gpu_type": gpu, "tier": "owner"}
+    points = [
+        make_result("x-c4", cost=cost, tput_per_gpu=1000.0, concurrency=4),
+        make_result("x-c16", cost=cost, tput_per_gpu=1800.0, median_intvty=30.0),
+    ]
+    write_results(tmp_path / "results", points)
+    page = tmp_path / "dash.html"
+    assert main(["dashboard", str(tmp_path / "results"), "--output", str(page)]) == 0
+    seen = asyncio.run(_drive_unpriced(chromium, page, tmp_path / "profile"))
+    assert seen["message_shown"] and not seen["chart_shown"] and seen["chart_svg"] == 0
+    message = seen["message"]
+    assert "no price per GPU-hour is known" in message
+    for how in ("$/GPU/hr", "cost.usd_per_gpu_hour", "cost.gpu_type", "H200", "MI355X"):
+        assert how in message, how
+    assert f"2 point(s) shown, on {gpu}; none has a price." in message
+    assert not seen["message_after"]
+    assert sorted(seen["cost_after"]) == [
+        pytest.approx(3 / (1800 * 3600 / 1e6)),
+        pytest.approx(3 / (1000 * 3600 / 1e6)),
+    ]

@@ -14,6 +14,7 @@ from dashboard.cdp import Browser
 from dashboard.hostile import PAYLOADS, hostile, hostile_results
 from result_factory import make_result, write_results
 
+from inferx_core.cli import main
 from inferx_core.report import plots, write_report
 
 READY = "document.body && document.body.dataset.imagesDecoded"
@@ -44,7 +45,9 @@ async def _look(chromium: str, page: Path, profile: Path) -> dict[str, Any]:
 
 def test_hostile_results_are_text_in_the_report_in_chromium(chromium: str, tmp_path: Path) -> None:
     folder = hostile_results(tmp_path / PAYLOADS[2].replace("/", "") / "results")
-    files = write_report([folder], tmp_path / "report", title=TITLE)
+    imported = tmp_path / "imported"  # the report reads an aggregate once imported
+    assert main(["import", str(folder / "agg_hostile.json"), "--output", str(imported)]) == 0
+    files = write_report([folder, imported], tmp_path / "report", title=TITLE)
     assert len(files.plots) == 4  # the plots drew every hostile name without failing
     seen = asyncio.run(_look(chromium, files.html, tmp_path / "profile"))
     assert seen["pwned"] == "undefined" and seen["injected"] == 0, seen

@@ -26,6 +26,25 @@
   const $ = function (id) { return document.getElementById(id); };
   const num = function (v) { return typeof v === "number" && isFinite(v); };
   const fmt = function (v, d) { return num(v) ? v.toFixed(d === undefined ? 2 : d) : "-"; };
+  // Plotly reads <b>, <br>, <a href> ... and entities in every string it draws (titles,
+  // legends, hover and marker text): a string from the data goes through esc() there, so
+  // it shows as the text it is. The tables and selects are built as DOM nodes (textContent).
+  const esc = function (v) {
+    return String(v).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  };
+  function element(tag, text, attrs) {
+    const el = document.createElement(tag);
+    if (text !== undefined) el.textContent = String(text);
+    Object.keys(attrs || {}).forEach(function (k) { el.setAttribute(k, attrs[k]); });
+    return el;
+  }
+  function tableRow(cells, attrs) {
+    const tr = element("tr", undefined, attrs);
+    cells.forEach(function (c) {
+      tr.appendChild(Array.isArray(c) ? element("td", c[0], c[1]) : element("td", c));
+    });
+    return tr;
+  }
 
   function fillFilters() {
     Object.keys(FILTERS).forEach(function (name) {
@@ -78,17 +97,18 @@
 
   function hover(p) {
     return [
-      "<b>" + p.point_id + "</b>" + (valid(p) ? "" : " <b>(" + p.status + ")</b>"),
-      p.hardware + " x" + (p.num_gpus || "?") + " | " + p.engine + " " + (p.engine_version || "?"),
-      "model " + p.model + " | " + p.precision + " | ISL/OSL " + p.scen,
-      "concurrency " + (p.concurrency != null ? p.concurrency : "-") +
-        (p.request_rate != null ? " | rate " + p.request_rate : "") + " | TP " + (p.tp || "-"),
+      "<b>" + esc(p.point_id) + "</b>" + (valid(p) ? "" : " <b>(" + esc(p.status) + ")</b>"),
+      esc(p.hardware + " x" + (p.num_gpus || "?") + " | " + p.engine + " " +
+        (p.engine_version || "?")),
+      esc("model " + p.model + " | " + p.precision + " | ISL/OSL " + p.scen),
+      esc("concurrency " + (p.concurrency != null ? p.concurrency : "-") +
+        (p.request_rate != null ? " | rate " + p.request_rate : "") + " | TP " + (p.tp || "-")),
       "tok/s/GPU " + fmt(p.tput_per_gpu, 1) + " | tok/s/user " + fmt(p.median_intvty, 1),
       "E2E p50 " + fmt(p.median_e2el_ms, 0) + " ms | TTFT p50 " + fmt(p.median_ttft_ms, 0) +
         " ms | TPOT p50 " + fmt(p.median_tpot_ms, 1) + " ms",
       "$/M tokens " + fmt(cost(p), 3) + " at $" + fmt(price(p)) + "/GPU/hr",
-      "date " + (p.date || "?") + " | labels " + (p.labels || []).join(", "),
-      p.failure_reason ? "failure: " + p.failure_reason : "",
+      esc("date " + (p.date || "?") + " | labels " + (p.labels || []).join(", ")),
+      p.failure_reason ? esc("failure: " + p.failure_reason) : "",
     ].join("<br>");
   }
 
@@ -119,7 +139,7 @@
       const color = COLORS[i++ % COLORS.length];
       const drawn = members.filter(function (p) { return num(p[xf]) && num(y(p)); });
       traces.push({
-        type: "scatter", mode: "markers", name: name, legendgroup: name,
+        type: "scatter", mode: "markers", name: esc(name), legendgroup: name,
         x: drawn.map(function (p) { return p[xf]; }), y: drawn.map(y),
         text: drawn.map(hover), hoverinfo: "text", marker: { color: color, size: 7 },
         customdata: drawn.map(function (p) { return p.point_id; }),
@@ -127,7 +147,7 @@
       if (!ycost) {
         const front = frontier(members, xf, yf, better);
         traces.push({
-          type: "scatter", mode: "lines", name: name + " (Pareto)", legendgroup: name,
+          type: "scatter", mode: "lines", name: esc(name) + " (Pareto)", legendgroup: name,
           showlegend: false, hoverinfo: "skip", line: { color: color, width: 2 },
           x: front.map(function (p) { return p[xf]; }), y: front.map(y),
         });
@@ -161,7 +181,25 @@
       layout("Throughput per GPU vs interactivity", "tok/s/user (median)", "tok/s/GPU"), CONFIG);
     Plotly.react("chart-latency", scatter(list, "median_e2el_ms", "tput_per_gpu", "min"),
       layout("Throughput per GPU vs E2E latency", "E2E latency p50 (ms)", "tok/s/GPU"), CONFIG);
-    Plotly.react("chart-cost", scatter(list, "median_intvty", null, "max", true),
+    drawCost(list);
+  }
+
+  // Points with a throughput but no price have no cost: say what is missing and how to give
+  // it (#cost-missing) rather than draw empty axes.
+  function drawCost(list) {
+    const tput = list.filter(function (p) { return num(p.median_intvty) && num(p.tput_per_gpu); });
+    const unpriced = tput.length > 0 && !tput.some(function (p) { return num(cost(p)); });
+    const chart = $("chart-cost"), missing = $("cost-missing");
+    chart.hidden = unpriced;
+    missing.hidden = !unpriced;
+    if (unpriced) {
+      Plotly.purge(chart);
+      const hardware = Array.from(new Set(tput.map(function (p) { return String(p.hardware); })));
+      missing.querySelector(".why").textContent = tput.length + " point(s) shown, on " +
+        hardware.sort().join(", ") + "; none has a price.";
+      return;
+    }
+    Plotly.react(chart, scatter(list, "median_intvty", null, "max", true),
       layout("Cost vs interactivity", "tok/s/user (median)", "$ per million tokens"), CONFIG);
   }
 
@@ -173,22 +211,19 @@
       });
     });
     rows.sort(function (a, b) { return (cost(a) || Infinity) - (cost(b) || Infinity); });
-    const body = rows.slice(0, 50).map(function (p) {
+    $("cost-rows").replaceChildren(...rows.slice(0, 50).map(function (p) {
       const c = cost(p);
-      return "<tr data-point=\"" + p.point_id + "\"><td>" + p.point_id + "</td><td>" +
-        p.group + "</td><td>" + fmt(p.tput_per_gpu, 1) + "</td><td>" + fmt(p.median_intvty, 1) +
-        "</td><td>" + fmt(price(p)) + "</td><td class=\"cost\" data-cost=\"" +
-        (num(c) ? c : "") + "\">" + fmt(c, 3) + "</td></tr>";
-    });
-    $("cost-rows").innerHTML = body.join("");
+      return tableRow([p.point_id, p.group, fmt(p.tput_per_gpu, 1), fmt(p.median_intvty, 1),
+        fmt(price(p)), [fmt(c, 3), { "class": "cost", "data-cost": num(c) ? c : "" }]],
+      { "data-point": p.point_id });
+    }));
   }
 
   function drawInvalid(list) {
     const bad = list.filter(function (p) { return !valid(p); });
-    $("invalid-rows").innerHTML = bad.slice(0, 200).map(function (p) {
-      return "<tr><td>" + p.point_id + "</td><td>" + p.status + "</td><td>" +
-        (p.failure_reason || "") + "</td><td>" + (p.date || "") + "</td></tr>";
-    }).join("");
+    $("invalid-rows").replaceChildren(...bad.slice(0, 200).map(function (p) {
+      return tableRow([p.point_id, p.status, p.failure_reason || "", p.date || ""]);
+    }));
     return bad.length;
   }
 
@@ -205,9 +240,11 @@
       return counts.get(b) - counts.get(a) || (a < b ? -1 : 1);
     });
     const keep = ids.indexOf(select.value) >= 0 ? select.value : ids[0];
-    select.innerHTML = ids.slice(0, 500).map(function (id) {
-      return "<option" + (id === keep ? " selected" : "") + ">" + id + "</option>";
-    }).join("");
+    select.replaceChildren(...ids.slice(0, 500).map(function (id) {
+      const option = element("option", id, { value: id });
+      option.selected = id === keep;
+      return option;
+    }));
     const metric = $("history-metric").value;
     const mine = list.filter(function (p) { return p.point_id === keep && p.date; });
     mine.sort(function (a, b) { return a.date < b.date ? -1 : 1; });
@@ -215,9 +252,10 @@
     const ok = mine.filter(function (p) { return valid(p) && num(val(p)); });
     const bad = mine.filter(function (p) { return !valid(p); });
     const traces = [{
-      type: "scatter", mode: "lines+markers+text", name: keep || "",
+      type: "scatter", mode: "lines+markers+text", name: esc(keep || ""),
       x: ok.map(function (p) { return p.date; }), y: ok.map(val),
-      text: ok.map(function (p) { return p.engine_version || "?"; }), textposition: "top center",
+      text: ok.map(function (p) { return esc(p.engine_version || "?"); }),
+      textposition: "top center",
       hovertext: ok.map(hover), hoverinfo: "text",
     }];
     if (bad.length) {
@@ -226,7 +264,7 @@
         hovertext: bad.map(hover), hoverinfo: "text",
         marker: { color: "#d62728", symbol: "x", size: 10 } });
     }
-    Plotly.react("chart-history", traces, layout("History of " + (keep || "(none)"),
+    Plotly.react("chart-history", traces, layout("History of " + esc(keep || "(none)"),
       "date", HISTORY[metric], { xaxis: { type: "date", title: { text: "date" } } }), CONFIG);
   }
 

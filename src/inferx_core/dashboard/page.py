@@ -16,10 +16,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from inferx_core.analysis.cost import USD_PER_GPU_HOUR
 from inferx_core.dashboard.data import columnar, points_from_db, points_from_paths
 from inferx_core.results.files import write_text_atomic
 
-__all__ = ["dashboard_points", "render_page", "serve", "write_dashboard"]
+__all__ = ["dashboard_points", "render_page", "script_json", "serve", "write_dashboard"]
 
 _FILTERS = (
     ("hardware", "hardware"),
@@ -43,6 +44,7 @@ select, input { font-size: 13px; padding: 2px 4px; }
 table { border-collapse: collapse; font-size: 12px; margin-top: .5em; }
 td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
 h2 { font-size: 16px; margin-top: 1.4em; }
+.missing { padding: 1em 1.5em; font-size: 14px; color: #444; background: #fafafa; }
 """
 
 
@@ -88,9 +90,35 @@ def _history_html() -> str:
 
 
 def _script_text(text: str) -> str:
-    """Text safe inside <script>: no ``</script`` can end it early (``<\\/`` means ``</``
-    inside JS and JSON strings, where alone such text can occur)."""
+    """Code (plotly.js, ours) safe inside <script>: no ``</script`` can end it early
+    (``<\\/`` means ``</`` inside JS strings and regexes, where alone such text occurs)."""
     return re.sub(r"</(script)", r"<\\/\1", text, flags=re.IGNORECASE)
+
+
+#: What a JSON text must not hold inside <script>: ``<`` (``</script>`` ends the element,
+#: ``<!--`` followed by ``<script`` makes the parser swallow the rest of the page), ``>``
+#: and ``&`` for good measure, and the two line separators old JS parsers took for line ends.
+#: They can only occur inside JSON strings, where the ``\\uXXXX`` form means the same.
+_SCRIPT_UNSAFE = {c: f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"}
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON that is inert inside a <script> element, whatever its strings hold."""
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False, default=str)
+    return text.translate(str.maketrans(_SCRIPT_UNSAFE))
+
+
+def _cost_missing_html() -> str:
+    """Shown instead of the cost chart when no point shown has a price (dashboard.js)."""
+    types = ", ".join(USD_PER_GPU_HOUR)
+    return (
+        '<div id="cost-missing" class="chart missing" hidden><p><b>Cost vs interactivity: '
+        "no price per GPU-hour is known</b> for the points shown, so there is no $/M tokens "
+        "to draw.</p><p>Type one in <i>$/GPU/hr</i> above, or give it in the config the "
+        "points are run with: <code>cost.usd_per_gpu_hour</code>, or <code>cost.gpu_type</code>"
+        f" ({html.escape(types)}) for the built-in price table.</p>"
+        '<p class="why"></p></div>'
+    )
 
 
 def render_page(points: Sequence[dict[str, Any]], title: str = "InferX dashboard") -> str:
@@ -98,7 +126,6 @@ def render_page(points: Sequence[dict[str, Any]], title: str = "InferX dashboard
     from plotly.offline import get_plotlyjs
 
     script = resources.files("inferx_core.dashboard").joinpath("dashboard.js").read_text("utf-8")
-    data = json.dumps(columnar(points), separators=(",", ":"), allow_nan=False, default=str)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -112,6 +139,7 @@ def render_page(points: Sequence[dict[str, Any]], title: str = "InferX dashboard
 <div id="chart-pareto" class="chart"></div>
 <div id="chart-latency" class="chart"></div>
 <div id="chart-cost" class="chart"></div>
+{_cost_missing_html()}
 </div>
 <h2>Pareto points by cost</h2>
 <table id="cost-table"><thead><tr><th>point</th><th>group</th><th>tok/s/GPU</th>
@@ -121,7 +149,7 @@ def render_page(points: Sequence[dict[str, Any]], title: str = "InferX dashboard
 <h2>Points not ok</h2>
 <table><thead><tr><th>point</th><th>status</th><th>reason</th><th>date</th></tr></thead>
 <tbody id="invalid-rows"></tbody></table>
-<script type="application/json" id="inferx-data">{_script_text(data)}</script>
+<script type="application/json" id="inferx-data">{script_json(columnar(points))}</script>
 <script>{_script_text(script)}</script>
 </body></html>
 """

@@ -123,3 +123,17 @@ def test_close_values_read_as_themselves_without_an_offset(
     assert any("124.96" in s or "124.98" in s for s in text["x"]), text
     ys = [float(s.replace("\u2212", "-").replace(",", "")) for s in text["y"]]
     assert max(ys) >= 1_500_000, text  # millions as millions, not "1e6" in the corner
+
+
+def test_a_point_id_cannot_place_a_timeline_outside_the_report(tmp_path: Path) -> None:
+    folder = tmp_path / "results"
+    write_results(folder, [make_result("p")])
+    point = folder / "p.json"
+    point.write_text(point.read_text().replace('"point_id": "p"', '"point_id": "../../escaped"'))
+    (folder / "p.telemetry.jsonl").write_text(
+        '{"t_s": 0, "gpu.0.power_w": 300}\n{"t_s": 1, "gpu.0.power_w": 310}\n'
+    )
+    files = write_report([folder], tmp_path / "out" / "report")
+    [timeline] = files.timelines
+    assert timeline.resolve().parent == (tmp_path / "out" / "report" / "timelines").resolve()
+    assert [p.name for p in tmp_path.rglob("*.png") if "report" not in p.parts] == []

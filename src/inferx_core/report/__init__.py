@@ -28,6 +28,7 @@ from typing import Any
 
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.analysis.points import build_rows
+from inferx_core.config.points import slug
 from inferx_core.report import html as html_page
 from inferx_core.report.accuracy import accuracy_rows, add_accuracy, write_accuracy_csv
 from inferx_core.report.table import write_csv
@@ -126,7 +127,7 @@ def _timelines(rows: Iterable[dict[str, Any]], loaded: LoadedResults, folder: Pa
             power = "no GPU power"
         png = telemetry_timeline(
             series,
-            folder / f"{row['point_id']}.png",
+            folder / f"{slug(row['point_id'])}.png",  # a point id is data: no "../" path
             title=f"{row['point_id']} ({power})",
             window_s=row.get("duration"),
         )

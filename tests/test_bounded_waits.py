@@ -242,3 +242,22 @@ def test_bench_on_a_key_protected_server_names_the_fix(
             str(tmp_path)]  # fmt: skip
     assert main(argv) == 2
     assert "the server needs an API key: set api_key / INFERX_API_KEY" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("knobs", [{"hold_open": True}, {"hold_open": True, "fail": "no_done"}])
+def test_replies_on_connections_the_server_keeps_open_are_complete(
+    knobs: dict[str, object], tmp_path: Path
+) -> None:
+    # [DONE] (or the finish_reason and usage) arrives, the HTTP body never ends:
+    # each reply is complete then, not failed after load.idle_timeout_s.
+    with ServerProcess(**knobs) as server:  # type: ignore[arg-type]
+        config = BenchConfig(
+            base_url=server.base_url, model="test-model", workload=Workload(isl=8, osl=4),
+            load=LoadProfile(concurrency=[2], num_prompts=6, warmup=0, idle_timeout_s=5),
+            telemetry=False, output_dir=tmp_path,
+        )  # fmt: skip
+        [outcome] = run_bench(config, progress=False)
+    result = outcome.result.flat()
+    assert result["status"] == "ok", result["failure_reason"]
+    assert result["completed"] == 6 and result["failed"] == 0
+    assert result["output_token_sources"]["usage"] == 6  # the usage after the finish was kept

@@ -272,16 +272,13 @@ async def send_streaming_request(
 ) -> RequestRecord:
     """POST ``payload`` to ``path`` and read the SSE answer into ``record``.
 
-    Fills ``send_ns`` (right before the request is written), ``chunk_ns``,
-    usage, ``finish_reason``, ``status_code``, ``end_ns`` and, on failure,
-    ``error``/``error_kind``. ``timeout_s`` bounds the whole request
-    (connecting included); ``idle_timeout_s`` bounds every silence between
-    reads; ``first_token_timeout_s`` the wait for the first generated token
-    and ``token_idle_timeout_s`` every gap between tokens after it (keep-alive
-    comments do not count: see :class:`_TokenGuard`); ``max_sse_line_bytes``
-    the longest SSE line the reply may send. Never raises, except
-    ``CancelledError`` (after marking the record ``cancelled``).
-    """
+    Fills ``send_ns`` (right before the request is written), ``chunk_ns``, usage,
+    ``finish_reason``, ``status_code``, ``end_ns`` and, on failure, ``error``/``error_kind``.
+    ``timeout_s`` bounds the whole request (connecting included); ``idle_timeout_s``
+    every silence between reads; ``first_token_timeout_s`` the wait for the first
+    generated token and ``token_idle_timeout_s`` every gap between tokens after it
+    (keep-alive comments do not count: :class:`_TokenGuard`); ``max_sse_line_bytes`` the
+    longest SSE line. Never raises, except ``CancelledError`` (record ``cancelled``)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     request = pool.request_bytes(path, payload)

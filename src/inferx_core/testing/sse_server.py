@@ -139,6 +139,34 @@ class ServerProcess:
         self.proc = None
 
 
+def _add_hostile_flags(ap: argparse.ArgumentParser) -> None:
+    """Flags of a server that misbehaves on purpose (usage that lies, replies left open)."""
+    ap.add_argument(
+        "--usage-completion",
+        type=json.loads,
+        default=None,
+        help="hostile: report this JSON value as usage.completion_tokens (e.g. 1, -20, 3.7, "
+        "'\"7\"')",
+    )
+    ap.add_argument(
+        "--usage-prompt",
+        type=json.loads,
+        default=None,
+        help="hostile: report this JSON value as usage.prompt_tokens",
+    )
+    ap.add_argument(
+        "--hold-open",
+        action="store_true",
+        help="hostile: end each reply but never its HTTP body (no last chunk; connection open)",
+    )
+    ap.add_argument(
+        "--long-line-bytes",
+        type=int,
+        default=0,
+        help="hostile: pad the first content chunk with this many bytes (one long SSE line)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line: every ServerKnobs default, and what it prints when ready."""
     ap = argparse.ArgumentParser(
@@ -189,30 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="put the server's perf_counter_ns in each chunk (x_sent_ns, x_recv_ns)",
     )
-    ap.add_argument(
-        "--usage-completion",
-        type=json.loads,
-        default=None,
-        help="hostile: report this JSON value as usage.completion_tokens (e.g. 1, -20, 3.7, "
-        "'\"7\"')",
-    )
-    ap.add_argument(
-        "--usage-prompt",
-        type=json.loads,
-        default=None,
-        help="hostile: report this JSON value as usage.prompt_tokens",
-    )
-    ap.add_argument(
-        "--hold-open",
-        action="store_true",
-        help="hostile: end each reply but never its HTTP body (no last chunk; connection open)",
-    )
-    ap.add_argument(
-        "--long-line-bytes",
-        type=int,
-        default=0,
-        help="hostile: pad the first content chunk with this many bytes (one long SSE line)",
-    )
+    _add_hostile_flags(ap)
     ap.add_argument("--model", default="test-model", help="served model name (%(default)s)")
     ap.add_argument("--max-model-len", type=int, default=131072, help="context /v1/models reports")
     return ap

@@ -312,3 +312,27 @@ def test_shared_prefix_with_a_local_tokenizer_runs_against_that_server(
     assert result.status == "ok"
     notes = " ".join(result.workload.notes)
     assert "local tokenizer" in notes and "shared prefixes" in notes
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "c.yaml", "--repeats", "nan"],
+        ["run", "c.yaml", "--repeats", "0"],
+        ["run", "c.yaml", "--repeats", "1e9"],
+        ["run", "c.yaml", "--executor", "slurm", "--gpus-per-node", "-1"],
+        ["run", "c.yaml", "--executor", "slurm", "--max-parallel", "0"],
+        ["run", "c.yaml", "--executor", "slurm", "--client-nodes", "nan"],
+        ["run", "c.yaml", "--tp", "0"],
+        ["plan", "c.yaml", "--max-concurrency", "-4"],
+        ["demo", "--isl", "1e13"],
+        ["demo", "--num-prompts", "10000000000000"],
+        ["demo", "--concurrency", "1,nan"],
+        ["run-job", "m.json", "--index", "-1"],
+    ],
+)
+def test_inferx_run_plan_and_demo_numbers_use_the_same_parser(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = refused_while_parsing(argv, capsys)
+    assert line.startswith(f"inferx {argv[0]}: error: argument ")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from inferx_core.cli.numbers import Bounds, number, numbers
+
 
 def _csv(kind: type) -> Any:
     def parse(text: str) -> list[Any]:
@@ -28,11 +30,13 @@ def add_filter_arguments(parser: Any) -> None:
     group.add_argument(
         "--engine", dest="filter_engine", type=_csv(str), metavar="NAMES", help="e.g. vllm,sglang"
     )
-    group.add_argument("--tp", dest="filter_tp", type=_csv(int), metavar="SIZES", help="e.g. 1,8")
+    group.add_argument(
+        "--tp", dest="filter_tp", type=numbers(int, Bounds(low=1)), metavar="SIZES", help="e.g. 1,8"
+    )
     group.add_argument(
         "--max-concurrency",
         dest="filter_max_concurrency",
-        type=int,
+        type=number(int, Bounds(low=1)),
         metavar="N",
         help="keep concurrency levels <= N",
     )

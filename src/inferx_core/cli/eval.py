@@ -55,7 +55,8 @@ def register_command(sub: Any) -> None:
     p.add_argument(
         "--require-accuracy",
         action="store_true",
-        help="exit 1 when a task is under its threshold or could not be evaluated",
+        help="exit 1 also when a task is under its threshold (a task that could not be "
+        "evaluated always exits 1)",
     )
     p.add_argument("--output", required=True, help="folder for accuracy.json and raw outputs")
     p.add_argument("--json", action="store_true", help="print accuracy.json")
@@ -100,10 +101,30 @@ def render_accuracy(section: AccuracySection, title: str) -> None:
             "-" if task.stderr is None else f"{task.stderr:.4f}",
             "-" if task.samples is None else str(task.samples),
             "-" if task.threshold is None else f"{task.threshold:g}",
-            task.status + (f": {task.error.splitlines()[0]}" if task.error else ""),
+            "evaluation failed" if task.status == "error" else task.status,
             style=styles.get(task.status),
         )
     Console(soft_wrap=True).print(table)
+
+
+def print_eval_failures(section: AccuracySection) -> None:
+    """Each task that could not be evaluated, with its whole error, below the table
+    (a table cell would squeeze a harness's log into one line)."""
+    for task in section.failed_tasks:
+        sys.stderr.write(f"evaluation of {task.task} failed: {task.error or 'no reason given'}\n")
+    if section.failed_tasks:
+        sys.stderr.write(
+            "the evaluation itself failed (infrastructure_success: false), which is not a "
+            "low score; fix the cause above and run it again\n"
+        )
+
+
+def eval_exit_code(section: AccuracySection, require_accuracy: bool) -> int:
+    """1 when the evaluation failed, or under ``--require-accuracy`` a task is under its
+    threshold; else 0 (bad input is 2, before any task runs)."""
+    if not section.infrastructure_success:
+        return 1
+    return 1 if require_accuracy and not section.ok else 0
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -136,4 +157,5 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         render_accuracy(section, f"inferx eval: {model} at {args.base_url}")
         print(f"accuracy: {path} (status {section.status})")
-    return 1 if args.require_accuracy and not section.ok else 0
+    print_eval_failures(section)
+    return eval_exit_code(section, args.require_accuracy)

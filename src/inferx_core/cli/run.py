@@ -334,7 +334,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _execute(
     configs: list[RunConfig], args: argparse.Namespace, pm: InferxPluginManager, platform: Platform
 ) -> int:
-    from inferx_core.pipeline.evals import accuracy_failures
+    from inferx_core.pipeline.evals import accuracy_failures, evaluation_failures
     from inferx_core.pipeline.run import run_configs
     from inferx_core.report.console import print_summary
 
@@ -357,8 +357,11 @@ def _execute(
     print(f"results: {', '.join(folders)}")
     export_failed = exporter is not None and print_export_report(exporter.report, sys.stderr)
     inaccurate = getattr(args, "require_accuracy", False) and accuracy_failures(summary.outcomes)
+    eval_failed = evaluation_failures(summary.outcomes)  # not a low score: always exit 1
+    for message in eval_failed:
+        sys.stderr.write(message + "\n")
     failed = failed_points(summary.outcomes, args)
-    return 0 if not failed and not export_failed and not inaccurate else 1
+    return 0 if not (failed or export_failed or inaccurate or eval_failed) else 1
 
 
 def with_repeats(configs: list[RunConfig], repeats: int | None) -> list[RunConfig]:

@@ -4,13 +4,18 @@ A task's ``status``: ``passed`` (its headline figure reached the threshold),
 ``below_threshold``, ``unchecked`` (no threshold given) or ``error`` (the
 evaluator failed; ``error`` says why). The section's status is the worst of
 its tasks (error, then below_threshold, then passed, then unchecked).
+
+``infrastructure_success`` (InferenceX's name) keeps an evaluation that did
+not happen apart from a low score: false when a task could not be evaluated
+(the harness missing, crashed, or scored nothing), whatever the other tasks
+scored; a score under its threshold is a measured score, and leaves it true.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from inferx_core.sdk.evaluator import AccuracyRecord
 
@@ -52,6 +57,22 @@ class AccuracySection(_Section):
     date: str | None = None
     seconds: float | None = None
     tasks: list[TaskAccuracy] = Field(default_factory=list)
+    # False: the evaluation itself failed (not a low score); derived from the tasks when
+    # not given, so results written before the field read as they were
+    infrastructure_success: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_infrastructure(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "infrastructure_success" not in data:
+            failed = any(_status_of(t) == "error" for t in data.get("tasks") or ())
+            data = {**data, "infrastructure_success": not failed}
+        return data
+
+    @property
+    def failed_tasks(self) -> list[TaskAccuracy]:
+        """The tasks that could not be evaluated (each with its ``error``)."""
+        return [t for t in self.tasks if t.status == "error"]
 
     @property
     def ok(self) -> bool:
@@ -70,6 +91,12 @@ class EvalReport(_Section):
     base_url: str
     model: str
     accuracy: AccuracySection
+
+
+def _status_of(task: Any) -> Any:
+    if isinstance(task, TaskAccuracy):
+        return task.status
+    return task.get("status") if isinstance(task, dict) else None
 
 
 def worst_status(statuses: list[AccuracyStatus]) -> AccuracyStatus:

@@ -25,7 +25,13 @@ from inferx_core.sdk.evaluator import EvalTarget, Evaluator
 from inferx_core.sdk.log import get_logger
 from inferx_core.sdk.manager import InferxPluginManager
 
-__all__ = ["EVALS_DIR", "accuracy_failures", "points_to_evaluate", "run_evals"]
+__all__ = [
+    "EVALS_DIR",
+    "accuracy_failures",
+    "evaluation_failures",
+    "points_to_evaluate",
+    "run_evals",
+]
 
 EVALS_DIR = "evals"
 _MEASURED = ("ok", "invalid")
@@ -104,4 +110,15 @@ def accuracy_failures(outcomes: Sequence[PointOutcome]) -> list[str]:
     """Points under an accuracy threshold, or not evaluated (``--require-accuracy``)."""
     return [
         o.point_id for o in outcomes if o.result.accuracy is not None and not o.result.accuracy.ok
+    ]
+
+
+def evaluation_failures(outcomes: Sequence[PointOutcome]) -> list[str]:
+    """Why each evaluation that did not happen failed (``infrastructure_success`` false),
+    one message a task, whole: a failed evaluation fails the run, a low score does not."""
+    return [
+        f"evals of {o.point_id} failed: {task.task}: {task.error or 'no reason given'}"
+        for o in outcomes
+        if o.result.accuracy is not None and not o.result.accuracy.infrastructure_success
+        for task in o.result.accuracy.failed_tasks
     ]

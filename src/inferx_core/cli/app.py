@@ -172,12 +172,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     )
     for run in runs:
         check_workload_files(run.workload)
-    if args.json:
-        from inferx_core.sdk.redact import redact
+    from inferx_core.sdk.redact import redact, redact_text
 
-        _print_json([redact(r.model_dump(mode="json")) for r in runs])  # keys, env, headers
+    if args.json:  # keys, env, headers, URL credentials
+        _print_json([redact(r.model_dump(mode="json")) for r in runs])
     elif isinstance(config, BenchConfig):
-        print(f"{args.config}: ok (bench config for {config.base_url})")
+        print(f"{args.config}: ok (bench config for {redact_text(config.base_url)})")
     else:
         print(f"{args.config}: ok ({len(runs)} server configuration(s))")
     return 0
@@ -279,7 +279,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = user_error_message(exc)
         if message is None:
             raise
-        sys.stderr.write(f"inferx: error: {message}\n")
+        from inferx_core.sdk.redact import redact_text
+
+        sys.stderr.write(f"inferx: error: {redact_text(message)}\n")  # a URL's password
         return 2
 
 

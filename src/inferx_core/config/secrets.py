@@ -10,6 +10,12 @@ it appears, with ``***`` (:func:`scrub`). Values shorter than
 :data:`MIN_SCRUB_CHARS`, and numbers, are hidden only in their own field:
 replacing "1" everywhere would destroy the file.
 
+Credentials inside a URL (``scheme://user:password@host``) are secrets in any
+field: every config model registers them when it is validated
+(:func:`url_credentials`), and :func:`scrub` also masks the userinfo of every
+URL it sees (``http://***@host``), registered or not, so a short password is
+hidden too.
+
 This module sits in ``config`` (below ``sdk``) so the models can fill the
 list; :mod:`inferx_core.sdk.redact` builds on it.
 """
@@ -21,6 +27,7 @@ import json
 import re
 import threading
 from collections.abc import Iterable, Mapping
+from urllib.parse import unquote
 
 REDACTED = "***"
 #: A value this long or longer is also replaced wherever it appears in written text.
@@ -89,6 +96,47 @@ def header_secret_values(headers: Mapping[str, str]) -> list[str]:
     return out
 
 
+# ://USERINFO@: the userinfo ends at the authority's last '@' and never spans a '/', '?', '#',
+# whitespace or a quote, so it stays inside one URL and one JSON string; linear time.
+_URL_USERINFO = re.compile(r"://([^\s/?#'\"<>]+)@")
+
+
+def mask_url_credentials(text: str) -> str:
+    """``text`` with the userinfo of every URL in it replaced: ``http://***@host``."""
+    if "://" not in text or "@" not in text:  # the common case, without a regex scan
+        return text
+    return _URL_USERINFO.sub(f"://{REDACTED}@", text)
+
+
+def url_credentials(text: str) -> list[str]:
+    """The credentials in the URLs of ``text``: each userinfo whole, and its password
+    (as written and percent-decoded); the user alone when there is no password (then it
+    is the token, as in ``https://TOKEN@host``)."""
+    if "://" not in text or "@" not in text:
+        return []
+    out: list[str] = []
+    for match in _URL_USERINFO.finditer(text):
+        userinfo = match.group(1)
+        user, _, password = userinfo.partition(":")
+        secret = password or user
+        out += [userinfo, secret, unquote(secret)]
+    return out
+
+
+def url_credentials_in(values: Iterable[object]) -> list[str]:
+    """:func:`url_credentials` of every string in ``values``, looking into lists and maps."""
+    out: list[str] = []
+    for value in values:
+        if isinstance(value, str):
+            out += url_credentials(value)
+        elif isinstance(value, Mapping):
+            out += url_credentials_in(value.keys())
+            out += url_credentials_in(value.values())
+        elif isinstance(value, list | tuple | set | frozenset):
+            out += url_credentials_in(value)
+    return out
+
+
 def _scrubbable(value: str) -> bool:
     """Long enough, and not a number (replacing digits inside JSON numbers would break them)."""
     if len(value) < MIN_SCRUB_CHARS:
@@ -122,7 +170,12 @@ class _Secrets:
 
     def scrub(self, text: str) -> str:
         pattern = self._pattern
-        return text if pattern is None else pattern.sub(REDACTED, text)
+        text = text if pattern is None else pattern.sub(REDACTED, text)
+        return mask_url_credentials(text)
+
+    def found_in(self, text: str) -> bool:
+        pattern = self._pattern
+        return pattern is not None and pattern.search(text) is not None
 
     def clear(self) -> None:
         with self._lock:
@@ -139,8 +192,15 @@ def remember_secrets(values: Iterable[str]) -> None:
 
 
 def scrub(text: str) -> str:
-    """``text`` with every remembered secret value replaced by ``***``."""
+    """``text`` with every remembered secret value, and every URL's userinfo, replaced by
+    ``***``."""
     return _SECRETS.scrub(text)
+
+
+def holds_secret(text: str) -> bool:
+    """True when :func:`scrub` would change ``text`` (or part of it): a remembered value or
+    a URL's userinfo is in it. One search: cheaper than scrubbing to compare."""
+    return _SECRETS.found_in(text) or ("://" in text and _URL_USERINFO.search(text) is not None)
 
 
 def remembered_secrets() -> list[str]:

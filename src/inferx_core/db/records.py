@@ -18,6 +18,7 @@ from typing import Any
 
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.analysis.points import build_rows
+from inferx_core.config.secrets import scrub
 from inferx_core.db.schema import INDEX_COLUMNS
 from inferx_core.results.model import PointResultBase, parse_result
 
@@ -72,7 +73,7 @@ def _column(row: Mapping[str, Any], name: str) -> Any:
         return int(value)
     if isinstance(value, float) and value != value:  # NaN is no figure
         return None
-    return value
+    return scrub(value) if isinstance(value, str) else value  # masked already; once more
 
 
 def point_rows(
@@ -88,7 +89,9 @@ def point_rows(
         row["source"] = _source(result)
         row["source_path"] = (paths or {}).get(i)
         power = flat.get("power_valid")
-        text = json.dumps(result.model_dump(mode="json"), separators=(",", ":"), allow_nan=False)
+        # the result masked itself when built; scrubbed again all the same
+        data = result.model_dump(mode="json")
+        text = scrub(json.dumps(data, separators=(",", ":"), allow_nan=False))
         out.append(
             PointRow(
                 content_hash(result),

@@ -8,6 +8,8 @@
   flagged), with the raw timestamps and the per-request metrics.
 
 Parquet needs pyarrow (``pip install 'inferx-core[parquet]'``), imported only here.
+Results and records arrive masked (their models mask secrets); every text cell
+is scrubbed again here all the same.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from inferx_core.config.secrets import scrub
 from inferx_core.errors import UserFacingError
 from inferx_core.load.records import RequestRecord
 from inferx_core.metrics.requests import request_metrics
@@ -72,6 +75,10 @@ def _request_row(point_id: str, rec: RequestRecord) -> dict[str, Any]:
     }
 
 
+def _scrubbed(value: Any) -> Any:
+    return scrub(value) if isinstance(value, str) else value
+
+
 def _pyarrow() -> Any:
     try:
         import pyarrow
@@ -88,7 +95,7 @@ def _write_table(rows: list[dict[str, Any]], path: Path) -> Path:
     columns: dict[str, None] = {}
     for row in rows:
         columns.update(dict.fromkeys(row))
-    table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows])
+    table = pa.Table.from_pylist([{c: _scrubbed(r.get(c)) for c in columns} for r in rows])
     buffer = io.BytesIO()
     pa.parquet.write_table(table, buffer)
     tmp = path.with_name(f".{path.name}.tmp")

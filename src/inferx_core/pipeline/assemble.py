@@ -4,16 +4,21 @@ The only place a :class:`~inferx_core.results.model.PointResultBase` is
 built: measured points (:func:`measured_result`) and points that never ran
 (:func:`never_ran_result`) share the identity and provenance code, so an ok,
 interrupted and failed file always carry the same identity fields.
+
+Secrets: the result models mask themselves when built; a point's request
+records are masked here (:func:`mask_records`) as soon as the load stage hands
+them over, before metrics, validity, sidecars, exports or the database see them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from inferx_core._version import __version__
 from inferx_core.config.points import LoadPoint
+from inferx_core.load.records import RequestRecord
 from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.validity import Validity
 from inferx_core.results.files import utc_now
@@ -28,10 +33,20 @@ from inferx_core.results.model import (
     Provenance,
     WorkloadSection,
 )
-from inferx_core.sdk.redact import redact
+from inferx_core.sdk.redact import redact, redact_text
 from inferx_core.telemetry.model import TelemetrySection
 
 StoppedBy = Literal["num_prompts", "duration", "aborted"]
+
+
+def mask_records(records: Iterable[RequestRecord]) -> None:
+    """Mask, in place, what a server wrote into the records (an error that echoes an API
+    key, a URL with credentials): the one place records are masked, before any reader."""
+    for record in records:
+        if record.error is not None:
+            record.error = redact_text(record.error)
+        if record.finish_reason is not None:
+            record.finish_reason = redact_text(record.finish_reason)
 
 
 @dataclass(frozen=True)

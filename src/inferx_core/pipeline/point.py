@@ -37,6 +37,7 @@ from inferx_core.metrics.validity import assess
 from inferx_core.pipeline.assemble import (
     Measured,
     PointSource,
+    mask_records,
     measured_result,
     never_ran_result,
     point_status,
@@ -311,6 +312,7 @@ def run_point(
         abort_check=abort_check, progress=progress, workers=load.workers,
         scratch_root=output_dir / SCRATCH_NAME if output_dir is not None else None,
     )  # fmt: skip
+    mask_records([*drive.result.records, *drive.result.warmup_records])
     metrics = _point_metrics(
         drive.result, num_gpus=num_gpus, num_gpus_reason=num_gpus_reason, slo=slo,
         percentiles=percentiles, usage_note=target.continuous_usage_note,

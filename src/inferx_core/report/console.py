@@ -8,6 +8,7 @@ from typing import Any
 
 from inferx_core.report.dimensions import dimension_lines
 from inferx_core.results.model import PointResultBase
+from inferx_core.sdk.redact import redact_text
 
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     # (header, flat (vLLM-named) field of the result, format)
@@ -99,7 +100,7 @@ def print_summary(results: Iterable[PointResultBase], console: Any = None, title
 
     # Off a terminal (CI logs, pipes) rich would wrap at 80 columns; keep rows whole.
     console = console or Console(width=None if sys.stdout.isatty() else 220)
-    table = Table(title=title or "InferX results")
+    table = Table(title=redact_text(title or "InferX results"))  # e.g. a base URL's password
     table.add_column("point")
     for header, _, _ in COLUMNS:
         table.add_column(header, justify="right")

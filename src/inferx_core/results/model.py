@@ -22,6 +22,12 @@ InferenceX field names (the layout of schema-1 files); :meth:`metric`
 looks one figure up by that name. Files are read with :func:`parse_result`,
 which migrates schema 1, and written only by
 :func:`inferx_core.results.files.write_result`.
+
+Secrets are masked in the model itself: a result is masked
+(:func:`inferx_core.sdk.redact.redact_fields`: registered secret values, inline
+tokens, URL credentials) whenever it is built, read or copied with changes, so
+every writer (JSON, database, Parquet, exports, console, pages) receives masked
+data and none has to remember to mask it.
 """
 
 from __future__ import annotations
@@ -29,7 +35,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    TypeAdapter,
+    model_validator,
+)
 
 from inferx_core.evals.model import AccuracySection
 from inferx_core.metrics.dimensions import StageStats, TurnStats
@@ -43,6 +56,7 @@ from inferx_core.results.flat import (
     TARGET_KEYS,
     vllm_burstiness,
 )
+from inferx_core.sdk.redact import may_hold_secrets, redact_fields
 from inferx_core.telemetry.model import TelemetrySection
 
 SCHEMA_VERSION = 2
@@ -196,6 +210,23 @@ class PointResultBase(_Section):
     validity: Validity | None = None
     # A point run N times (repeats: N): this is its median run; spread across all runs.
     repeats: RepeatSummary | None = None
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _secrets_masked(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        """The one place results are masked: built, read or copied, a result holds no
+        secret (a server's error that echoes a key, a base URL's password)."""
+        result = handler(data)
+        if not may_hold_secrets(result.model_dump_json()):
+            return result  # the common case: one search over the JSON, no walk
+        plain = result.model_dump(mode="json")
+        masked = redact_fields(plain)
+        return result if masked == plain else handler(masked)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Any:
+        """A copy, validated (hence masked) again when ``update`` changes it."""
+        copy = super().model_copy(update=update, deep=deep)
+        return type(self).model_validate(copy.model_dump()) if update else copy
 
     @property
     def point_id(self) -> str:

@@ -6,10 +6,14 @@
   of ``headers``, unless its name is on the allow-list of names known to hold
   no secret (:mod:`inferx_core.config.secrets`);
 - by value: every secret value the configs registered is replaced wherever it
-  appears in a string (an argv, an error message, a log line).
+  appears in a string (an argv, an error message, a log line);
+- in URLs: the userinfo of every URL (``http://user:pw@host`` ->
+  ``http://***@host``), registered or not.
 
 Applied by the log processor, before any LaunchSpec or config is written into
-a result or a plan, and (by value) by every results writer.
+a result or a plan, by the result models themselves (:func:`redact_fields`, when
+a result is built or read: every writer gets masked data), and (by value) by
+every results writer again.
 """
 
 from __future__ import annotations
@@ -17,7 +21,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from inferx_core.config.secrets import REDACTED, is_public_env_name, is_public_header, scrub
+from inferx_core.config.secrets import (
+    REDACTED,
+    holds_secret,
+    is_public_env_name,
+    is_public_header,
+    scrub,
+)
 
 _SECRET_KEY = re.compile(
     r"(^|_)(TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$"
@@ -32,6 +42,29 @@ _INLINE = [
     re.compile(r"(?i)\b([A-Z0-9_]*(?:TOKEN|API_KEY|SECRET|PASSWORD))(\s*[=:]\s*)([^\s,'\"]+)"),
     re.compile(r"(?i)(--(?:api-key|hf-token|token)(?:=|\s+))([^\s,'\"]+)"),
 ]
+
+
+# In compact, lower-cased JSON text: anything the inline patterns, the argv rule or an
+# environment or header map (non-empty) could change. Broader than they are (JSON escapes
+# a newline as \n): a miss would be a secret kept, a false hit only costs the full walk.
+# One regex per word, each starting with its literal: ~5x faster than one alternation.
+_WORD_THEN_ASSIGN = tuple(
+    re.compile(word + r"(?:\s|\\[nrt])*[=:]")
+    for word in ("token", "api_key", "secret", "password", "authorization")
+)
+_LITERALS_IN_JSON = (
+    "--api-key", "--hf-token", "--token",
+    '"env":{"', '"engine_env":{"', '"environment":{"', '"headers":{"',
+)  # fmt: skip
+
+
+def may_hold_secrets(json_text: str) -> bool:
+    """False only when :func:`redact_fields` would leave the data of this compact JSON
+    (``model_dump_json()``) unchanged: the quick test before walking every string."""
+    if holds_secret(json_text):
+        return True
+    low = json_text.lower()
+    return any(s in low for s in _LITERALS_IN_JSON) or any(p.search(low) for p in _WORD_THEN_ASSIGN)
 
 
 def is_secret_key(key: str) -> bool:
@@ -61,14 +94,33 @@ def redact(value: Any, *, key: str | None = None) -> Any:
     if isinstance(value, dict):
         return {k: redact(v, key=str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        items = [redact(v) for v in value]
-        for i in range(len(items) - 1):
-            if isinstance(items[i], str) and items[i].lower() in ("--api-key", "--hf-token"):
-                items[i + 1] = REDACTED
-        return type(value)(items) if isinstance(value, tuple) else items
+        return _redact_argv(value, [redact(v) for v in value])
     if isinstance(value, str):
         return redact_text(value)
     return value
+
+
+def redact_fields(value: Any, *, key: str | None = None) -> Any:
+    """:func:`redact` for typed data (a result's JSON), where names are a model's fields,
+    not secret names: ``joules_per_output_token`` is a figure (or, in ``null_reasons``,
+    the reason it is missing), so no value is replaced for its name alone. Every string
+    is masked by value (registered secrets, inline tokens, URL credentials), environment
+    and header maps by entry, and the value after a secret flag in an argv."""
+    if isinstance(value, dict):
+        if key in ENV_KEYS or key == "headers":
+            return redact(value, key=key)
+        return {k: redact_fields(v, key=str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return _redact_argv(value, [redact_fields(v) for v in value])
+    return redact_text(value) if isinstance(value, str) else value
+
+
+def _redact_argv(given: list[Any] | tuple[Any, ...], items: list[Any]) -> Any:
+    """``items`` (``given`` redacted) with the value after a secret flag replaced."""
+    for i in range(len(items) - 1):
+        if isinstance(items[i], str) and items[i].lower() in ("--api-key", "--hf-token"):
+            items[i + 1] = REDACTED
+    return type(given)(items) if isinstance(given, tuple) else items
 
 
 def _mask(value: Any) -> Any:

@@ -2,9 +2,11 @@
 
 Secret-bearing: every ``engine_env`` value whose name is not on the
 allow-list, every bench header (Cookie, Proxy-Authorization, ...), every API
-key. Hypothesis picks the values; a bench against the scripted server, a run
-of the fake engine, the log, ``inferx plan --json`` and the SLURM batch
-script are then searched for them.
+key, and the credentials inside any URL (``http://user:password@host``, issue
+27). Hypothesis picks the values; a bench against the scripted server (its
+files, its ``--db`` database rows, its ``--export parquet`` tables, its console
+output), a run of the fake engine, the log, ``inferx plan --json``,
+``inferx validate --json`` and the SLURM batch script are then searched for them.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ secrets = st.text(
     alphabet=string.ascii_letters + string.digits + "-_./+=", min_size=8, max_size=40
 ).map(lambda s: f"Zq9{s}")
 secrets = secrets.filter(lambda s: any(c.isalpha() for c in s))
+# URL userinfo: the characters a user or password may hold unescaped
+url_secrets = st.text(alphabet=string.ascii_letters + string.digits + "-_.~!$&*+,;=",
+                      min_size=8, max_size=30).map(lambda s: f"Zq8{s}")  # fmt: skip
 FEW = settings(
     max_examples=8,
     deadline=None,
@@ -55,6 +60,28 @@ def written_text(root: Path) -> dict[Path, str]:
     return {p: p.read_text(errors="replace") for p in root.rglob("*") if p.is_file()}
 
 
+TABLES = "SELECT table_name FROM information_schema.tables"
+
+
+def database_text(path: Path) -> str:
+    """Every row of every table of a DuckDB file (its pages are compressed: read the rows)."""
+    import duckdb
+
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        tables = [r[0] for r in con.execute(TABLES).fetchall()]
+        return "\n".join(str(con.execute(f"SELECT * FROM {t}").fetchall()) for t in tables)
+    finally:
+        con.close()
+
+
+def parquet_texts(root: Path) -> dict[Path, str]:
+    """Every row of every Parquet file under ``root`` (the files are compressed)."""
+    import pyarrow.parquet as pq
+
+    return {p: str(pq.read_table(p).to_pylist()) for p in root.rglob("*.parquet")}
+
+
 def assert_nowhere(values: list[str], texts: dict[Path, str] | dict[str, str]) -> None:
     for where, text in texts.items():
         for value in values:
@@ -69,29 +96,57 @@ def test_allow_list_is_explicit_and_never_covers_a_token_name() -> None:
 
 
 @FEW
-@given(cookie=secrets, proxy=secrets, bearer=secrets, custom=secrets)
-def test_bench_headers_never_reach_a_file_or_the_log(
-    server: ServerProcess, tmp_path_factory: pytest.TempPathFactory, cookie: str, proxy: str,
-    bearer: str, custom: str,
+@given(cookie=secrets, proxy=secrets, bearer=secrets, custom=secrets, user=url_secrets,
+       password=url_secrets)  # fmt: skip
+def test_bench_headers_and_url_credentials_never_reach_a_file_the_db_or_the_log(
+    server: ServerProcess, tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str], cookie: str, proxy: str, bearer: str, custom: str,
+    user: str, password: str,
 ) -> None:  # fmt: skip
     root = tmp_path_factory.mktemp("bench")
     headers = {"Cookie": f"session={cookie}", "Proxy-Authorization": f"Basic {proxy}",
                "Authorization": f"Bearer {bearer}", "X-Tenant": custom}  # fmt: skip
-    config = {"base_url": server.base_url, "headers": headers, "output_dir": str(root / "out"),
+    base_url = server.base_url.replace("://", f"://{user}:{password}@")
+    config = {"base_url": base_url, "headers": headers, "output_dir": str(root / "out"),
               "workload": {"isl": 8, "osl": 2}, "load": {"concurrency": [1], "num_prompts": 2},
               "telemetry": False}  # fmt: skip
     path = root / "bench.json"
     path.write_text(json.dumps(config))
     log = io.StringIO()
     configure_logging("json", "debug", stream=log)
+    db = root / "db" / "results.duckdb"
+    capsys.readouterr()
     try:
-        assert main(["bench", str(path), "--no-progress"]) in (0, 1)  # 1: "invalid" on a busy box
+        argv = ["bench", str(path), "--no-progress", "--db", str(db), "--export", "parquet"]
+        assert main(argv) in (0, 1)  # 1: "invalid" on a busy box
     finally:
         configure_logging()
+    shown = capsys.readouterr()  # the summary table's title names the base URL
     path.unlink()  # the user's own config file holds them, of course
     texts = written_text(root)
     assert any(p.name.endswith(".requests.jsonl") for p in texts)
-    assert_nowhere([cookie, proxy, bearer, custom], {**texts, "log": log.getvalue()})
+    tables = parquet_texts(root / "out")
+    assert {p.name for p in tables} == {"points.parquet", "requests.parquet"}
+    stored = database_text(db)
+    assert "***@127.0.0.1" in stored  # the point is there, its base URL masked
+    texts |= {"log": log.getvalue(), "stdout": shown.out, "stderr": shown.err, "database": stored}
+    assert_nowhere([cookie, proxy, bearer, custom, user, password], {**texts, **tables})
+
+
+@FEW
+@given(user=url_secrets, password=url_secrets)
+def test_validate_shows_no_url_credentials(
+    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str], user: str,
+    password: str,
+) -> None:  # fmt: skip
+    path = tmp_path_factory.mktemp("validate") / "bench.yaml"
+    path.write_text(f"base_url: https://{user}:{password}@gpu-box:8000\nworkload: {{isl: 8}}\n")
+    capsys.readouterr()
+    for argv in (["validate", str(path), "--json"], ["validate", str(path)]):
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert "https://***@gpu-box:8000" in out
+        assert_nowhere([user, password], {"validate": out})
 
 
 @FEW

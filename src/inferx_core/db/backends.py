@@ -6,6 +6,11 @@
 - ``--db postgresql://user@host:port/dbname`` (or ``postgres://``): a PostgreSQL
   server (psycopg 3: ``pip install 'inferx-core[postgres]'``).
 
+Any other scheme (``s3://``, ``http://``, ``md:``, ``sqlite:``...) is refused
+with the list above: DuckDB would fetch an extension from the network for it,
+and InferX never reaches out. DuckDB connections are opened with extension
+autoinstall and autoload off, so no path can download one either.
+
 SQL is written once with ``?`` placeholders; the PostgreSQL connection turns
 them into psycopg's ``%s``.
 """
@@ -14,16 +19,34 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from inferx_core.config.secrets import mask_url_credentials, remember_secrets, url_credentials
 from inferx_core.errors import UserFacingError
 
-__all__ = ["ENV_VAR", "Connection", "connect", "default_db_path", "describe_url", "resolve_url"]
+__all__ = [
+    "ENV_VAR",
+    "SUPPORTED_URLS",
+    "Connection",
+    "check_url",
+    "connect",
+    "default_db_path",
+    "describe_url",
+    "resolve_url",
+]
 
 ENV_VAR = "INFERX_DB"
 _PG_PREFIXES = ("postgresql://", "postgres://")
+_DUCKDB_PREFIX = "duckdb:"
+#: What ``--db`` accepts, as messages list it.
+SUPPORTED_URLS = "a DuckDB file PATH (or duckdb:PATH), postgresql://... or postgres://..."
+# "name:" at the start: a URL scheme, or a DuckDB extension prefix (md:, sqlite:, s3://)
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+# DuckDB must never fetch an extension from the network
+_DUCKDB_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 
 
 def default_db_path() -> Path:
@@ -33,8 +56,33 @@ def default_db_path() -> Path:
 
 
 def resolve_url(given: str | None) -> str:
-    """The database to use: the flag, else ``INFERX_DB``, else the default DuckDB file."""
-    return given or os.environ.get(ENV_VAR) or str(default_db_path())
+    """The database to use: the flag, else ``INFERX_DB``, else the default DuckDB file;
+    refused (:func:`check_url`) when it names no database InferX supports."""
+    if given:
+        url, origin = given, "--db"
+    elif os.environ.get(ENV_VAR):
+        url, origin = os.environ[ENV_VAR], ENV_VAR
+    else:
+        return str(default_db_path())
+    return check_url(url, origin)
+
+
+def check_url(url: str, origin: str = "--db") -> str:
+    """``url`` when it is a supported database (see the module doc), else a
+    :class:`UserFacingError` naming ``origin`` and what is supported. Its credentials
+    become secrets that every writer masks."""
+    remember_secrets(url_credentials(url))
+    if is_postgres(url):
+        return url
+    path = url.removeprefix(_DUCKDB_PREFIX)
+    scheme = _SCHEME.match(path)
+    if scheme and not (os.name == "nt" and len(scheme.group(1)) == 1):  # C:\ is a drive
+        raise UserFacingError(
+            f"{origin} {describe_url(url)}: unsupported scheme {scheme.group(1)!r}; give "
+            f"{SUPPORTED_URLS} (InferX never downloads a database driver; a file whose name "
+            "has ':' is written ./NAME)"
+        )
+    return url
 
 
 def is_postgres(url: str) -> bool:
@@ -42,14 +90,8 @@ def is_postgres(url: str) -> bool:
 
 
 def describe_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    if not is_postgres(url):
-        return url
-    scheme, _, rest = url.partition("://")
-    auth, at, host = rest.rpartition("@")
-    if at and ":" in auth:
-        auth = auth.split(":", 1)[0] + ":***"
-    return f"{scheme}://{auth}{at}{host}"
+    """The URL without its credentials, for messages (``postgresql://***@host/db``)."""
+    return mask_url_credentials(url)
 
 
 # Rows per INSERT: one statement of many rows is ~40x faster on DuckDB than executemany,
@@ -91,7 +133,7 @@ class DuckDBConnection:
 
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._con = duckdb.connect(str(path))
+            self._con = duckdb.connect(str(path), config=dict(_DUCKDB_CONFIG))
         except duckdb.Error as exc:  # locked by another process, not a database, ...
             raise UserFacingError(f"cannot open the DuckDB database {path}: {exc}") from None
 
@@ -180,6 +222,6 @@ class PostgresConnection:
 
 def connect(url: str) -> Connection:
     """A connection to the database ``url`` names (see the module doc)."""
-    if is_postgres(url):
+    if is_postgres(check_url(url)):
         return PostgresConnection(url)
-    return DuckDBConnection(Path(url.removeprefix("duckdb:")).expanduser())
+    return DuckDBConnection(Path(url.removeprefix(_DUCKDB_PREFIX)).expanduser())

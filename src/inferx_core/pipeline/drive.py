@@ -40,7 +40,7 @@ from inferx_core.load.workers.plan import (
     endless_pool,
     split_load,
 )
-from inferx_core.pipeline.output_lock import scratch_dir
+from inferx_core.pipeline.output_lock import SCRATCH_NAME, scratch_dir
 from inferx_core.pipeline.requests import BenchTarget, Requests
 from inferx_core.telemetry.recorder import TelemetryRecorder
 
@@ -139,15 +139,12 @@ def drive(
     workers: int | None = 1,
     workers_dir: Path | None = None,
     wrap: Wrap | None = None,
-    scratch_root: Path | None = None,
+    output_dir: Path | None = None,
 ) -> Drive:
     """Run the scheduler under telemetry; Ctrl-C keeps every finished record.
 
-    ``workers`` > 1 (None: chosen from the client's CPUs, ``auto_workers``): in that many
-    processes (``wrap`` turns each worker's command into, e.g., an srun step; their files
-    go to ``workers_dir``, else a folder of this process under ``scratch_root`` (the
-    output folder's, which the next run clears should this one be killed), else a
-    temporary one).
+    ``workers`` > 1 (None: ``auto_workers``): in that many processes (``wrap``: e.g. srun
+    steps), their files in ``workers_dir``, else ``output_dir/.inferx-tmp``, else ``/tmp``.
     """
     placement = slurm_placement()  # a SLURM job with client nodes: workers as srun steps
     asked = workers or (placement.client_nodes if placement else auto_workers())
@@ -156,7 +153,7 @@ def drive(
         return _drive_workers(
             target, requests, config, n, label=label, total=total, recorder=recorder,
             abort_check=abort_check, progress=progress, workers_dir=workers_dir,
-            wrap=wrap, placement=placement, scratch_root=scratch_root,
+            wrap=wrap, placement=placement, output_dir=output_dir,
         )  # fmt: skip
     holder: list[LoadScheduler] = []
     meter = ClientLoadMeter()
@@ -205,7 +202,7 @@ def _drive_workers(
     workers_dir: Path | None,
     wrap: Wrap | None,
     placement: SrunPlacement | None = None,
-    scratch_root: Path | None = None,
+    output_dir: Path | None = None,
 ) -> Drive:
     """:func:`drive` over ``n`` worker processes (one schedule, merged records)."""
     measured = requests.measured
@@ -235,7 +232,7 @@ def _drive_workers(
                 bar.refresh()
                 return (abort_check() if abort_check else None) or unanswered(seen)
 
-            with _workers_at(placement, workers_dir, scratch_root) as (run_dir, clock, lead_s):
+            with _workers_at(placement, workers_dir, output_dir) as (run_dir, clock, lead_s):
                 group = WorkerGroup(
                     split, url, target.headers, run_dir, wrap=wrap, clock_address=clock,
                     start_lead_s=lead_s,
@@ -251,7 +248,7 @@ def _drive_workers(
 
 
 @contextlib.contextmanager
-def _workers_at(placement: SrunPlacement | None, given: Path | None, scratch: Path | None):
+def _workers_at(placement: SrunPlacement | None, given: Path | None, output_dir: Path | None):
     """(the workers' folder, the clock server's address, the start lead) for one point.
 
     srun steps need a folder every node sees (the job's), a clock server where they
@@ -262,8 +259,8 @@ def _workers_at(placement: SrunPlacement | None, given: Path | None, scratch: Pa
         yield given, None, 0.25
         return
     if placement is None or placement.load_dir is None:
-        if scratch is not None:  # a SIGKILL'd run's folder is cleared by the next one
-            with scratch_dir(scratch) as mine:
+        if output_dir is not None:  # a SIGKILL'd run's folder is cleared by the next one
+            with scratch_dir(output_dir / SCRATCH_NAME) as mine:
                 yield mine, None, 0.25
             return
         with tempfile.TemporaryDirectory(prefix="inferx-workers-") as tmp:

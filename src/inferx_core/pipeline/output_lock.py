@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -28,13 +29,23 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 from inferx_core.errors import UserFacingError
 from inferx_core.sdk.log import get_logger
 
-__all__ = ["LOCK_NAME", "SCRATCH_NAME", "OutputFolderBusy", "output_lock", "scratch_dir"]
+__all__ = [
+    "LOCK_NAME",
+    "SCRATCH_NAME",
+    "OutputFolderBusy",
+    "holding_output",
+    "output_lock",
+    "scratch_dir",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 log = get_logger(__name__)
 
@@ -139,18 +150,17 @@ def _hold(path: Path, mode: int, folder: Path, note: bool) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def output_lock(folder: Path | str, *, unit: str | None = None) -> Iterator[None]:
+def output_lock(folder: Path | str | None, *, unit: str | None = None) -> Iterator[None]:
     """Hold ``folder`` while a run writes there; :class:`OutputFolderBusy` when another does.
 
     ``unit`` (a batch job's server id): share the folder with the other jobs and hold
     only ``unit`` alone. A folder that cannot be made or locked here is not held: the
     write check that follows names what is wrong with it, and a filesystem without
-    ``flock`` is logged and run unguarded.
+    ``flock`` is logged and run unguarded. None (a run that writes nothing): no lock.
     """
-    folder = Path(folder)
     held = None
     try:
-        held = _take(folder, unit)
+        held = _take(Path(folder), unit) if folder is not None else None
     except OSError as exc:
         if exc.errno in _NO_FLOCK:
             log.warning(
@@ -180,6 +190,20 @@ def _take(folder: Path, unit: str | None) -> contextlib.ExitStack:
             stack.enter_context(_hold(unit_lock, fcntl.LOCK_EX, folder, note=True))
         remove_stale_scratch(folder / SCRATCH_NAME)
         return stack.pop_all()
+
+
+def holding_output(folder_of: Callable[..., Path | str | None]) -> Callable[[F], F]:
+    """Decorate a run function: it holds ``folder_of(*its arguments)`` while it runs."""
+
+    def decorate(run: F) -> F:
+        @functools.wraps(run)
+        def held(*args: Any, **kwargs: Any) -> Any:
+            with output_lock(folder_of(*args, **kwargs)):
+                return run(*args, **kwargs)
+
+        return cast(F, held)
+
+    return decorate
 
 
 def remove_stale_scratch(root: Path) -> list[Path]:

@@ -9,7 +9,6 @@ atomically. The Python API is :func:`run_bench`.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -45,7 +44,7 @@ from inferx_core.pipeline.assemble import (
 from inferx_core.pipeline.drive import AbortCheck, Drive
 from inferx_core.pipeline.drive import drive as drive_point
 from inferx_core.pipeline.inputs import check_server_context, check_workload_files
-from inferx_core.pipeline.output_lock import SCRATCH_NAME, output_lock
+from inferx_core.pipeline.output_lock import holding_output
 from inferx_core.pipeline.repeats import run_repeated
 from inferx_core.pipeline.requests import (
     BenchTarget,
@@ -217,10 +216,10 @@ def _load_config(
         timeout_s=load.request_timeout_s,
         first_token_timeout_s=load.first_token_timeout_s,
         token_idle_timeout_s=load.idle_timeout_s,
+        max_sse_line_bytes=load.max_sse_line_bytes,
         stages=tuple(Stage(s.duration_s, s.rate, s.concurrency) for s in load.stages or ()),
     )
 
-        max_sse_line_bytes=load.max_sse_line_bytes,
 
 def _with_target(
     source: PointSource, point_id: str, point: LoadPoint, target: BenchTarget, workload: Workload
@@ -309,8 +308,7 @@ def run_point(
     total = None if load.duration_s or load.stages else requests.n_measured
     drive = drive_point(
         target, requests, config, label=label, total=total, recorder=recorder,
-        abort_check=abort_check, progress=progress, workers=load.workers,
-        scratch_root=output_dir / SCRATCH_NAME if output_dir is not None else None,
+        abort_check=abort_check, progress=progress, workers=load.workers, output_dir=output_dir,
     )  # fmt: skip
     mask_records([*drive.result.records, *drive.result.warmup_records])
     metrics = _point_metrics(
@@ -347,6 +345,7 @@ def _finish(
     return PointOutcome(result.point_id, result, records, path)
 
 
+@holding_output(lambda config, **_: config.output_dir)  # OutputFolderBusy: another run there
 def run_bench(
     config: BenchConfig,
     *,
@@ -357,23 +356,9 @@ def run_bench(
 ) -> list[PointOutcome]:
     """The Python API: benchmark every load point of ``config``; returns their outcomes.
 
-    Results are also written to ``config.output_dir`` (unless None), one JSON
-    per point plus a ``.requests.jsonl`` sidecar. ``resume``: a point whose result
-    there is complete is not run again (``on_skip`` is told its id), as ``inferx run
-    --resume`` does. Another run writing into that folder: ``OutputFolderBusy``.
+    Results are also written to ``config.output_dir`` (unless None), one JSON per point and
+    a ``.requests.jsonl``; ``resume`` skips points complete there (``on_skip`` gets their ids).
     """
-    folder = config.output_dir
-    with output_lock(folder) if folder is not None else contextlib.nullcontext():
-        return _run_bench(config, on_point, progress, resume, on_skip)
-
-
-def _run_bench(
-    config: BenchConfig,
-    on_point: Callable[[PointOutcome], None] | None,
-    progress: bool | None,
-    resume: bool,
-    on_skip: Callable[[str], None] | None,
-) -> list[PointOutcome]:
     check_workload_files(config.workload)
     if config.output_dir is not None:
         ensure_writable(config.output_dir)  # before a point's work, not after it

@@ -256,3 +256,24 @@ def test_aliases_are_counted_as_the_values_they_stand_for(levels: int, width: in
             loads_yaml(text)
     elif expanded < MAX_VALUES // 2:
         assert len(loads_yaml(text)[0][f"x{levels}"]) == width
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b'{"accelerators": [], "x": "caf\xe9"}', "not UTF-8 text"),
+        (b'{"accelerators": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested more than"),
+        (b'{"accelerators": [{"memory_gb": NaN}]}', "NaN is not a number"),
+    ],
+)
+def test_a_platform_file_is_read_as_strictly_as_a_config(
+    tmp_path: Path, content: bytes, reason: str
+) -> None:
+    from inferx_core.errors import UserFacingError
+    from inferx_core.sdk.platform import load_platform
+
+    path = tmp_path / "platform.json"
+    path.write_bytes(content)
+    with pytest.raises(UserFacingError, match=reason) as caught:
+        load_platform(path)
+    assert str(caught.value).startswith(f"invalid platform file {path}")

@@ -133,19 +133,18 @@ def merge_platforms(parts: Iterable[Platform]) -> Platform:
 def load_platform(path: str | Path) -> Platform:
     """Read a platform description (the JSON that ``inferx doctor --json`` prints under
     ``platform``, or a hand-written one) with errors that name the file and field."""
-    import json
-
     from pydantic import ValidationError
 
+    from inferx_core.config.parsing import ParseError, loads_json, read_bounded
     from inferx_core.errors import UserFacingError
 
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:  # as strict as configs: UTF-8, bounded size and nesting, no NaN
+        data = loads_json(read_bounded(path, 1 << 20, "platform file"))
     except OSError as exc:
         raise UserFacingError(f"cannot read platform file {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise UserFacingError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from exc
+    except ParseError as exc:
+        raise UserFacingError(f"invalid platform file {path}: {exc}") from None
     if isinstance(data, dict) and "platform" in data and "accelerators" not in data:
         data = data["platform"]  # accept a whole `inferx doctor --json` dump
     try:

@@ -75,7 +75,9 @@ def register_command(sub: Any) -> None:
     p.add_argument("--engine", help="engine behind the server (to scrape its /metrics)")
     p.add_argument("--no-telemetry", action="store_true", help="do not sample power/host/metrics")
     p.add_argument(
-        "--percentiles", type=numbers(float, Bounds(low=0, high=100)), help="default 50,90,99,99.9"
+        "--percentiles",
+        type=numbers(float, Bounds(config_checks=True)),  # its message names [0, 100]
+        help="default 50,90,99,99.9",
     )
     p.add_argument("--output", help="results folder (default results/)")
     p.add_argument(
@@ -170,6 +172,12 @@ def _add_workload_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--turn-isl", type=_TOKENS, help="multi-turn: tokens of each new user message")
     p.add_argument("--turn-osl", type=_TOKENS, help="multi-turn: output tokens of each turn")
     p.add_argument("--dataset", help="JSONL prompts file (implies --workload dataset)")
+    p.add_argument(
+        "--dataset-max-line-bytes",
+        type=number(int, Bounds(low=1024, high=2**31)),
+        metavar="BYTES",
+        help="refuse a dataset line (or a record's prompt) longer than this (default 16 MiB)",
+    )
     p.add_argument("--tokenizer", help="local tokenizer.json when the server has no /tokenize")
     p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop early")
     p.add_argument("--seed", type=number(int, Bounds(low=0, high=MAX_SEED)))
@@ -233,6 +241,7 @@ _WORKLOAD_FLAGS = (
     ("turn_isl", "turn_isl"),
     ("turn_osl", "turn_osl"),
     ("dataset", "dataset"),
+    ("dataset_max_line_bytes", "dataset_max_line_bytes"),
     ("tokenizer", "tokenizer"),
     ("seed", "seed"),
     ("shared_prefix", "shared_prefix"),
@@ -350,6 +359,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from inferx_core.report.console import print_summary
 
     config = bench_config_from_args(args)
+    if args.resume and config.output_dir is None:
+        from inferx_core.errors import UserFacingError
+
+        raise UserFacingError(
+            "--resume reads the output folder: give --output DIR (or output_dir:)"
+        )
     exporter = point_exporter(args, config.output_dir or Path("results"))
     progress = False if args.no_progress else None
     skipped: list[str] = []

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 __all__ = [
+    "DATASET_LINE_BYTES",
     "MAX_CONCURRENCY",
     "MAX_PROMPTS",
     "MAX_REPEATS",
@@ -34,6 +35,9 @@ MAX_TURNS = 10_000
 MAX_REPEATS = 1_000
 #: Seeds are numpy's: non-negative and at most 64 bits.
 MAX_SEED = 2**64 - 1
+#: A dataset line (or one record's prompt) longer than this is refused, naming it, before
+#: it is parsed or tokenized: a million-token prompt is ~4 MB of text.
+DATASET_LINE_BYTES = 16 * 2**20
 
 
 def _default_prompts(load: Any, level: str, value: float) -> tuple[float, str]:

@@ -2,17 +2,21 @@
 
 Each line is ``{"prompt": "...", "output_len": 128}`` or
 ``{"messages": [{"role": "user", "content": "..."}]}``; a bad line raises
-:class:`DatasetError` naming the file, the line and the fix.
+:class:`DatasetError` naming the file, the line and the fix. Lines are read one
+at a time and bounded (``workload.dataset_max_line_bytes``, 16 MiB by default):
+a longer line is named with its size without ever being held in memory, not
+handed to a tokenizer that takes minutes over it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inferx_core.config.bounds import DATASET_LINE_BYTES
 from inferx_core.errors import UserFacingError
 
 __all__ = [
@@ -20,8 +24,11 @@ __all__ = [
     "DatasetRecord",
     "Message",
     "bad_record",
+    "check_record_size",
+    "jsonl_lines",
     "load_jsonl_dataset",
     "message_texts",
+    "parse_json_line",
     "record_from_object",
 ]
 
@@ -47,25 +54,105 @@ _FORMAT_HELP = (
 )
 
 
-def load_jsonl_dataset(path: str | Path) -> list[DatasetRecord]:
+def load_jsonl_dataset(
+    path: str | Path, max_line_bytes: int = DATASET_LINE_BYTES
+) -> list[DatasetRecord]:
     """Read a JSONL dataset; a bad line raises :class:`DatasetError` naming it."""
     p = Path(path)
-    try:
-        raw = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError(f"{p}: cannot read dataset: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"{p}: not UTF-8 text ({exc}); fix: save the file as UTF-8 JSONL"
-        ) from exc
-    records: list[DatasetRecord] = []
-    for lineno, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        records.append(_parse_record(p, lineno, line))
+    records = [_parse_record(p, lineno, line) for lineno, line in jsonl_lines(p, max_line_bytes)]
     if not records:
         raise DatasetError(f"{p}: no records; fix: {_FORMAT_HELP}")
     return records
+
+
+_CHUNK = 2**16  # lines are read in pieces this big: an over-long one is never held whole
+
+
+def _size(n: int) -> str:
+    return f"{n:,} bytes ({n / 2**20:.1f} MiB)"
+
+
+def _too_long(p: Path, lineno: int, size: str, limit: int, what: str = "the line") -> DatasetError:
+    return bad_record(
+        p,
+        lineno,
+        f"{what} is {size}, over the limit of {_size(limit)}",
+        "shorten or remove that record, or raise workload.dataset_max_line_bytes "
+        "(--dataset-max-line-bytes BYTES)",
+    )
+
+
+def jsonl_lines(p: Path, max_line_bytes: int = DATASET_LINE_BYTES) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each non-blank line of ``p``, read one line at a time (lines
+    end at ``\\n`` only, as JSONL's do); a line over ``max_line_bytes`` is a
+    :class:`DatasetError` with its size, counted in chunks, never held whole."""
+    try:
+        f = p.open("rb")
+    except OSError as exc:
+        raise DatasetError(f"{p}: cannot read dataset: {exc.strerror or exc}") from exc
+    with f:
+        lineno = 0
+        while (line := _next_line(f, max_line_bytes)) is not None:
+            lineno += 1
+            if isinstance(line, int):
+                raise _too_long(p, lineno, _size(line), max_line_bytes)
+            text = _decoded(p, lineno, line)
+            if lineno == 1:
+                text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark
+            if text.strip():
+                yield lineno, text
+
+
+def _next_line(f: Any, limit: int) -> bytes | int | None:
+    """The next line without its newline; its size in bytes when over ``limit`` (the rest
+    skipped unread into memory); None at the end of the file."""
+    parts: list[bytes] = []
+    size = 0
+    while chunk := f.readline(_CHUNK):
+        ends = chunk.endswith(b"\n")
+        size += len(chunk) - ends
+        if size > limit:
+            parts.clear()
+            return size if ends else size + _rest_of_line(f)
+        parts.append(chunk)
+        if ends:
+            break
+    if not parts:
+        return None
+    return b"".join(parts).rstrip(b"\n").removesuffix(b"\r")
+
+
+def _rest_of_line(f: Any) -> int:
+    """Bytes up to and excluding the next newline (or the end), skipped in chunks."""
+    skipped = 0
+    while chunk := f.readline(_CHUNK):
+        if chunk.endswith(b"\n"):
+            return skipped + len(chunk) - 1
+        skipped += len(chunk)
+    return skipped
+
+
+def _decoded(p: Path, lineno: int, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise bad_record(
+            p, lineno, f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+            "save the file as UTF-8 JSONL",
+        ) from None  # fmt: skip
+
+
+def check_record_size(
+    p: Path, lineno: int, prompt: str | list[Message], max_bytes: int = DATASET_LINE_BYTES
+) -> None:
+    """A :class:`DatasetError` when a record's prompt text is over ``max_bytes`` (formats
+    read whole, JSON arrays and Parquet, have no line to bound)."""
+    texts = [prompt] if isinstance(prompt, str) else message_texts(prompt)
+    if sum(len(t) for t in texts) * 4 <= max_bytes:  # UTF-8: at most 4 bytes a character
+        return
+    size = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+    if size > max_bytes:
+        raise _too_long(p, lineno, _size(size), max_bytes, "its prompt text")
 
 
 def bad_record(p: Path, lineno: int, problem: str, fix: str) -> DatasetError:
@@ -73,7 +160,8 @@ def bad_record(p: Path, lineno: int, problem: str, fix: str) -> DatasetError:
     return DatasetError(f"{p}:{lineno}: {problem}; fix: {fix}")
 
 
-def _load_json_object(p: Path, lineno: int, line: str) -> dict[str, Any]:
+def parse_json_line(p: Path, lineno: int, line: str) -> dict[str, Any]:
+    """Line ``lineno`` of ``p`` as a JSON object; else a :class:`DatasetError` naming it."""
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -103,7 +191,7 @@ def _record_prompt(p: Path, lineno: int, obj: dict[str, Any]) -> str | list[Mess
 
 
 def _parse_record(p: Path, lineno: int, line: str) -> DatasetRecord:
-    return record_from_object(p, lineno, _load_json_object(p, lineno, line))
+    return record_from_object(p, lineno, parse_json_line(p, lineno, line))
 
 
 def record_from_object(p: Path, lineno: int, obj: dict[str, Any]) -> DatasetRecord:

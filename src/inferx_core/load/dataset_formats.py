@@ -21,10 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inferx_core.config.bounds import DATASET_LINE_BYTES
 from inferx_core.load.dataset import (
     DatasetError,
     DatasetRecord,
+    check_record_size,
+    jsonl_lines,
     load_jsonl_dataset,
+    parse_json_line,
     record_from_object,
 )
 
@@ -47,7 +51,7 @@ class LoadedDataset:
     reference_outputs: list[str | None] | None = None
 
 
-def _sharegpt(rows: list[Any], path: Path) -> LoadedDataset:
+def _sharegpt(rows: list[Any], path: Path, max_bytes: int) -> LoadedDataset:
     records: list[DatasetRecord] = []
     outputs: list[str | None] = []
     skipped = 0
@@ -62,6 +66,7 @@ def _sharegpt(rows: list[Any], path: Path) -> LoadedDataset:
         if not pair[0]["value"].strip():
             skipped += 1
             continue
+        check_record_size(path, i, pair[0]["value"], max_bytes)
         records.append(DatasetRecord(prompt=pair[0]["value"], output_len=None, line=i))
         outputs.append(pair[1]["value"])
     if not records:
@@ -70,7 +75,9 @@ def _sharegpt(rows: list[Any], path: Path) -> LoadedDataset:
     return LoadedDataset(records, skipped, why, outputs)
 
 
-def _from_rows(rows: Iterable[Mapping[str, Any]], path: Path, cols: ColumnMap) -> LoadedDataset:
+def _from_rows(
+    rows: Iterable[Mapping[str, Any]], path: Path, cols: ColumnMap, max_bytes: int
+) -> LoadedDataset:
     records = []
     for i, row in enumerate(rows, start=1):
         obj: dict[str, Any] = {}
@@ -80,7 +87,9 @@ def _from_rows(rows: Iterable[Mapping[str, Any]], path: Path, cols: ColumnMap) -
             obj["prompt"] = row.get(cols.prompt or "prompt")
         if cols.output_len and row.get(cols.output_len) is not None:
             obj["output_len"] = _integral(row[cols.output_len])
-        records.append(record_from_object(path, i, obj))
+        record = record_from_object(path, i, obj)
+        check_record_size(path, i, record.prompt, max_bytes)
+        records.append(record)
     if not records:
         raise DatasetError(f"{path}: no rows")
     return LoadedDataset(records)
@@ -116,8 +125,11 @@ def _arrow_rows(path: Path) -> list[dict[str, Any]]:
     return pads.dataset(str(path), format="parquet").to_table().to_pylist()
 
 
-def load_dataset(path: str | Path, cols: ColumnMap | None = None) -> LoadedDataset:
-    """The records of any supported dataset file (see the module doc)."""
+def load_dataset(
+    path: str | Path, cols: ColumnMap | None = None, max_line_bytes: int = DATASET_LINE_BYTES
+) -> LoadedDataset:
+    """The records of any supported dataset file (see the module doc); a JSONL line, or a
+    record's prompt text, over ``max_line_bytes`` is a :class:`DatasetError` naming it."""
     p = Path(path)
     cols = cols or ColumnMap()
     if not p.exists():
@@ -126,7 +138,7 @@ def load_dataset(path: str | Path, cols: ColumnMap | None = None) -> LoadedDatas
             f"directory, {Path.cwd()})"
         )
     if p.is_dir() or p.suffix == ".parquet":
-        return _from_rows(_arrow_rows(p), p, cols)
+        return _from_rows(_arrow_rows(p), p, cols, max_line_bytes)
     if p.suffix == ".json":
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
@@ -135,9 +147,9 @@ def load_dataset(path: str | Path, cols: ColumnMap | None = None) -> LoadedDatas
         if not isinstance(data, list):
             raise DatasetError(f"{p}: a JSON dataset is an array of records")
         if data and isinstance(data[0], Mapping) and "conversations" in data[0]:
-            return _sharegpt(data, p)
-        return _from_rows(data, p, cols)
+            return _sharegpt(data, p, max_line_bytes)
+        return _from_rows(data, p, cols, max_line_bytes)
     if cols != ColumnMap():
-        rows = [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line]
-        return _from_rows(rows, p, cols)
-    return LoadedDataset(load_jsonl_dataset(p))
+        rows = [parse_json_line(p, n, line) for n, line in jsonl_lines(p, max_line_bytes)]
+        return _from_rows(rows, p, cols, max_line_bytes)
+    return LoadedDataset(load_jsonl_dataset(p, max_line_bytes))

@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from inferx_core.config.bounds import DATASET_LINE_BYTES
 from inferx_core.errors import UserFacingError
 from inferx_core.load.dataset import (
     DatasetRecord,
@@ -125,6 +126,8 @@ class WorkloadSpec:
     prefix_groups: int = 1
     # dataset column mapping: (("prompt", col) | ("messages", col), ("output_len", col))
     dataset_columns: tuple[tuple[str, str], ...] = ()
+    # a dataset line (or record prompt) over this is refused before it is tokenized
+    dataset_max_line_bytes: int = DATASET_LINE_BYTES
 
     def __post_init__(self) -> None:
         if self.kind not in ("random", "lognormal", "dataset"):
@@ -431,9 +434,8 @@ def _dataset_prompts(
     assert spec.dataset_path is not None
     chat = spec.api == "chat"
     path = Path(spec.dataset_path)
-    loaded = load_dataset(
-        path, ColumnMap(**dict(spec.dataset_columns)) if spec.dataset_columns else None
-    )
+    columns = ColumnMap(**dict(spec.dataset_columns)) if spec.dataset_columns else None
+    loaded = load_dataset(path, columns, spec.dataset_max_line_bytes)
     records = loaded.records
     if loaded.reason:
         notes.append(f"dataset: skipped {loaded.reason}")

@@ -27,7 +27,8 @@ def check_workload_files(workload: Workload, where: str = "workload") -> None:
     """The dataset parses (every line) and the tokenizer file exists, when they are given."""
     if workload.kind == "dataset" and workload.dataset is not None:
         columns = ColumnMap(**workload.dataset_columns) if workload.dataset_columns else None
-        load_dataset(workload.dataset, columns)  # DatasetError names file, line and fix
+        # DatasetError names file, line and fix; a line over the limit is never read whole
+        load_dataset(workload.dataset, columns, workload.dataset_max_line_bytes)
     if workload.kind == "trace" and workload.trace is not None and workload.trace_format:
         check_trace_file(workload.trace, workload.trace_format)  # names file, line, field
     tokenizer = workload.tokenizer

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from inferx_core.config.cpus import client_cores, split_cpus
 from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint, load_points, point_id_for, slug
 from inferx_core.config.validity import ValidityLimits
@@ -41,6 +40,7 @@ from inferx_core.pipeline.assemble import (
     never_ran_result,
     point_status,
 )
+from inferx_core.pipeline.bench_setup import client_cpus, local_telemetry, usage_support
 from inferx_core.pipeline.drive import AbortCheck, Drive
 from inferx_core.pipeline.drive import drive as drive_point
 from inferx_core.pipeline.inputs import check_server_context, check_workload_files
@@ -50,7 +50,6 @@ from inferx_core.pipeline.requests import (
     BenchTarget,
     Requests,
     build_requests,
-    continuous_usage_for,
     discover_model,
 )
 from inferx_core.pipeline.session_requests import build_session_requests
@@ -365,7 +364,7 @@ def run_bench(
     headers = config.request_headers()
     model = config.model or discover_model(config.base_url, headers)
     served_len = check_server_context(config.workload, config.base_url, model, headers)
-    target = BenchTarget(config.base_url, model, headers, *_usage(config), served_len)
+    target = BenchTarget(config.base_url, model, headers, *usage_support(config), served_len)
     prefix = config.name or slug(model.rsplit("/", 1)[-1])
     points = _points_to_run(config, prefix, resume, on_skip)
     if not points:
@@ -380,30 +379,13 @@ def run_bench(
     outcomes: list[PointOutcome] = []
     try:
         # SIGTERM and SIGHUP write the point as Ctrl-C does; client_cpus pins the client
-        with handle_interrupts(), pinned(_client_cpus(config)):
+        with handle_interrupts(), pinned(client_cpus(config)):
             run = (config, target, counter, prefix, telemetry, points, outcomes, on_point, progress)
             _run_points(*run)
     finally:
         if hasattr(counter.counter, "close"):
             counter.counter.close()  # a server tokenizer's keep-alive client and threads
     return outcomes
-
-
-def _client_cpus(config: BenchConfig) -> tuple[int, ...]:
-    if not config.client_cpus:
-        return ()
-    # an unknown CPU is a user error naming it, not an OSError from the kernel
-    return split_cpus(client_cores(), client_cpus=config.client_cpus).client
-
-
-def _usage(config: BenchConfig) -> tuple[bool, str | None]:
-    """Per-chunk usage is asked for when the named engine's plugin says it is supported."""
-    if not config.engine:
-        return continuous_usage_for(None)
-    from inferx_core.sdk.manager import get_plugin_manager
-    from inferx_core.sdk.registries import engine_registry
-
-    return continuous_usage_for(engine_registry(get_plugin_manager()).get(config.engine).info)
 
 
 def _points_to_run(
@@ -459,34 +441,6 @@ def _run_points(
     combined = run_repeated(points, config.load.repeats, run_one, config.output_dir, on_point)
     if config.load.repeats > 1:
         outcomes.extend(combined)
-
-
-def local_telemetry(config: BenchConfig) -> TelemetryPlan:
-    """Against an external server the client often runs on the serving node: sample the
-    local GPUs (``gpus``, default all visible), the host, and the engine's /metrics when
-    the engine is named."""
-    from inferx_core.sdk.manager import get_plugin_manager
-    from inferx_core.sdk.registries import detect_platform, engine_registry
-    from inferx_core.telemetry.session import build_plan
-
-    pm = get_plugin_manager()
-    platform = detect_platform(pm)
-    gpu_ids = config.gpus if config.gpus is not None else [a.index for a in platform.accelerators]
-    metrics_map = None
-    if config.engine:
-        from inferx_core.config.models import ServerConfig
-
-        engine_registry(pm).get(config.engine)  # a clear error for an unknown engine
-        probe = ServerConfig(engine=config.engine, model=config.model or "?")
-        metrics_map = pm.call_first("inferx_engine_metrics", server=probe)[1]
-    return build_plan(
-        pm,
-        platform,
-        gpu_ids,
-        base_url=config.base_url,
-        metrics_map=metrics_map,
-        interval_overrides=config.telemetry_intervals,
-    )
 
 
 def arrival_label(load: LoadProfile) -> str:

@@ -95,6 +95,7 @@ def workload_spec(workload: Workload) -> WorkloadSpec:
         api=workload.api,
         shared_prefix=workload.shared_prefix,
         dataset_columns=tuple(sorted(workload.dataset_columns.items())),
+        dataset_max_line_bytes=workload.dataset_max_line_bytes,
         prefix_groups=workload.prefix_groups,
     )
 

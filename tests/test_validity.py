@@ -71,6 +71,19 @@ def test_a_usage_claim_beyond_max_tokens_invalidates() -> None:
     assert "request 2" in check.why and "max_tokens was 7" in check.why
 
 
+def test_usage_below_the_chunks_streamed_invalidates_too() -> None:
+    """Both ways: 4 content chunks cannot be 1 token, as a recorded reply or as one the
+    decoder already failed (kind ``usage``), even when the error rate alone would pass."""
+    records = healthy(40)
+    records[2] = rec(2, 40 * MS, [50 * MS, 52 * MS, 54 * MS, 56 * MS], usage=1)
+    refused = "usage says 1 completion tokens, but 4 content chunks were streamed"
+    records[3] = rec(3, 60 * MS, [], error=refused, error_kind="usage")
+    v = verdict(records)
+    assert "usage_cross_check" in failing(v) and "error_rate" not in failing(v)
+    [check] = [c for c in v.checks if c.name == "usage_cross_check"]
+    assert check.value == 2 and "request 2" in check.why and "request 3" in check.why
+
+
 def test_error_rate_above_five_percent_names_the_kinds() -> None:
     records = [*healthy(9), rec(9, 300 * MS, [], error="HTTP 429", error_kind="http_status")]
     v = verdict(records)

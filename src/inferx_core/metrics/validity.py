@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from inferx_core.config.validity import ValidityLimits
 from inferx_core.load.client_load import ClientLoad, WorkerLoad
 from inferx_core.load.records import RequestRecord
+from inferx_core.load.usage import usage_disagreement
 from inferx_core.metrics.schedule import ScheduleKeeping, schedule_keeping
 from inferx_core.metrics.stats import percentile_word
 
@@ -236,25 +237,17 @@ def _receive_lag(ok: Sequence[RequestRecord], limit_ms: float) -> ValidityCheck 
 
 
 def suspicious_usage(rec: RequestRecord, max_per_chunk: float) -> str | None:
-    """Why a request's reported completion tokens cannot be right, else None."""
-    usage = rec.usage_output_tokens
-    if usage is None or not rec.ok:
-        return None
-    if rec.max_tokens and usage > rec.max_tokens:
-        return (
-            f"request {rec.request_id}: usage says {usage} tokens, max_tokens was {rec.max_tokens}"
-        )
-    if usage > max_per_chunk * max(len(rec.chunk_ns), 1):
-        return (
-            f"request {rec.request_id}: usage says {usage} tokens after {len(rec.chunk_ns)} chunks"
-        )
-    return None
+    """Why a request's reported token counts cannot be right, else None: the stream's own
+    usage check (both ways, types included) and the verdict's per-chunk ceiling."""
+    if rec.error_kind == "usage":  # the decoder refused it already: the point says so too
+        return f"request {rec.request_id}: {rec.error}"
+    return usage_disagreement(rec, max_per_chunk) if rec.ok else None
 
 
 def _usage(records: Sequence[RequestRecord], limits: ValidityLimits) -> ValidityCheck:
     bad = [w for r in records if (w := suspicious_usage(r, limits.max_tokens_per_chunk))]
     shown = "; ".join(bad[:3]) + (f"; {len(bad) - 3} more" if len(bad) > 3 else "")
-    why = shown or "completion tokens agree with max_tokens and the chunks streamed"
+    why = shown or "usage agrees with max_tokens and the chunks streamed, both ways"
     return _check("usage_cross_check", float(len(bad)), 0.0, not bad, why)
 
 

@@ -1,0 +1,190 @@
+"""End to end on a second real engine: llama.cpp's llama-server, launched through
+inferx_llamacpp on the demo's sweep (the same config as vLLM's but ``engine:``).
+
+`make test` builds llama-server into the engine cache first (`make llama-server`)
+and sets INFERX_REQUIRE_ENGINE=1, so there a missing binary is a failure, never
+a skip. llama-server is ready in under a second: the whole module takes about
+half a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from inferx_core.config.models import LoadProfile, Workload
+from inferx_core.demo.run import SERVED_NAME, demo_config
+from inferx_core.pipeline.run import run_configs
+from inferx_core.results.files import read_result
+
+pytestmark = pytest.mark.engine
+
+N = 6
+
+
+@pytest.fixture(scope="module")
+def llama_server() -> Path:
+    from inferx_llamacpp.engine_paths import engine_dir, find_binary
+
+    binary = find_binary()
+    if binary is None:
+        why = f"llama-server not built: run `make llama-server` (it lands in {engine_dir()})"
+        if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    return binary
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("llamacpp-e2e")
+
+
+def config_for(root: Path, name: str, **update: object):
+    base = demo_config(
+        output_dir=root / name, engine="llamacpp", concurrency=[1, 3], isl=40, osl=24,
+        num_prompts=N, model_dir=root / "model",
+    )  # fmt: skip
+    fast = {"telemetry_intervals": {"host": 0.2, "engine_metrics": 0.1}, "max_num_seqs": None}
+    return base.model_copy(update={"name": name, **fast, **update})
+
+
+@pytest.fixture(scope="module")
+def sweep(llama_server: Path, root: Path):
+    config = config_for(root, "sweep")
+    return config, run_configs([config], progress=False)
+
+
+def test_every_point_completed_with_the_servers_usage(sweep) -> None:
+    _, summary = sweep
+    assert summary.ok, [o.result.failure_reason for o in summary.outcomes]
+    assert len(summary.outcomes) == 2
+    for outcome in summary.outcomes:
+        result = read_result(outcome.path).flat()
+        assert result["completed"] == N and result["failed"] == 0
+        assert result["model_id"] == SERVED_NAME
+        assert result["output_token_sources"]["usage"] == N  # usage on the finish chunk
+        assert result["median_ttft_ms"] > 0 and result["mean_tpot_ms"] >= 0
+        assert result["median_e2el_ms"] >= result["median_ttft_ms"]
+        assert result["workload"]["token_source"] == "server"  # llama.cpp's /tokenize
+        assert result["workload"]["missed_target"] == 0
+        assert result["engine"]["name"] == "llamacpp" and result["engine"]["version"]
+        argv = result["launch"]["spec"]["argv"]
+        # slots from the load's highest concurrency; each slot holds max_model_len
+        assert argv[argv.index("--parallel") + 1] == "3"
+        assert argv[argv.index("--ctx-size") + 1] == str(2048 * 3)
+        assert "--no-cache-prompt" in argv
+
+
+def test_usage_counts_agree_with_the_stream_and_ignore_eos(sweep) -> None:
+    _, summary = sweep
+    for outcome in summary.outcomes:
+        sidecar = outcome.path.with_name(outcome.point_id + ".requests.jsonl")
+        rows = [json.loads(line) for line in sidecar.read_text().splitlines()]
+        measured = [r for r in rows if not r["warmup"]]
+        assert len(measured) == N
+        for row in measured:
+            assert row["usage_output_tokens"] == row["max_tokens"]  # ignore_eos honoured
+            assert row["usage_prompt_tokens"] == row["prompt_tokens"]
+            # one content chunk per token (the finish chunk carries no text)
+            assert len(row["chunk_ns"]) == row["max_tokens"]
+            assert row["chunk_ns"][0] > row["send_ns"]
+
+
+def test_itl_present_and_metrics_scraped(sweep) -> None:
+    _, summary = sweep
+    outcome = summary.outcomes[-1]
+    result = outcome.result.flat()
+    assert result["mean_itl_ms"] is not None
+    sidecar = outcome.path.with_name(outcome.point_id + ".telemetry.jsonl")
+    rows = [json.loads(line) for line in sidecar.read_text().splitlines()]
+    engine_rows = [r for r in rows if r["sampler"] == "engine_metrics" and "error" not in r]
+    assert engine_rows
+    assert max(r["engine.requests_running"] for r in engine_rows) >= 1
+    assert max(r["engine.generation_tokens_total"] for r in engine_rows) > 0
+    assert all(r["engine.prefix_cache_hits_total"] == 0 for r in engine_rows)
+
+
+def test_engine_stopped(sweep) -> None:
+    _, summary = sweep
+    result = read_result(summary.outcomes[0].path).flat()
+    port = int(result["launch"]["spec"]["port"])
+    assert not [
+        c
+        for c in psutil.net_connections(kind="tcp")
+        if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN
+    ]
+    assert not engine_procs(os.getpid())
+
+
+def engine_procs(parent: int) -> list[psutil.Process]:
+    """llama-server processes under ``parent`` (InferX starts it in its own group)."""
+    try:
+        children = psutil.Process(parent).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    return [p for p in children if "llama-server" in " ".join(_cmdline(p))]
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return []
+
+
+@pytest.mark.parametrize("caching", [True, False])
+def test_prefix_cache_on_hits_the_shared_prefix_and_off_hits_nothing(
+    llama_server: Path, root: Path, caching: bool
+) -> None:
+    base = config_for(root, f"cache-{caching}")
+    config = base.model_copy(
+        update={
+            "prefix_caching": caching,
+            "workload": Workload(isl=320, osl=8, range_semantics="fixed", shared_prefix=256,
+                                 tokenizer=base.workload.tokenizer),
+            "load": LoadProfile(concurrency=[1], num_prompts=10),
+        }
+    )  # fmt: skip
+    [outcome] = run_configs([config], progress=False).outcomes
+    flat = outcome.result.flat()
+    rate = (flat["engine_metrics"].get("prefix_cache_hit_rate") or {}).get("value")
+    if caching:
+        # 256 of every 320 prompt tokens are shared: after the first request they hit
+        assert rate is not None and rate > 0.5, flat["engine_metrics"]
+    else:
+        assert rate is not None and rate == 0, flat["engine_metrics"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_leaves_no_engine_behind(llama_server: Path, root: Path, sig: int) -> None:
+    name = f"signal-{sig.name}"
+    config = config_for(root, name, load=LoadProfile(concurrency=[1], duration_s=60))
+    path = root / f"{name}.json"
+    path.write_text(json.dumps(config.model_dump(mode="json", exclude_none=True)))
+    inferx = Path(sys.executable).with_name("inferx")
+    proc = subprocess.Popen(
+        [str(inferx), "run", str(path), "--output", str(config.output_dir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not engine_procs(proc.pid) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.2)
+    engines = engine_procs(proc.pid)
+    assert engines, "llama-server never started"
+    time.sleep(3)  # measuring now (ready in under a second)
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    _, alive = psutil.wait_procs(engines, timeout=30)
+    assert not alive, [p.pid for p in alive]

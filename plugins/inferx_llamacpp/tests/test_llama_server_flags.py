@@ -1,0 +1,91 @@
+"""Every flag the plugin produces is one the real llama-server lists in its --help, and none
+it calls deprecated; the server itself accepts the argv (it starts and answers /health).
+
+Needs the binary (`make llama-server`); under INFERX_REQUIRE_ENGINE=1 (make test) its
+absence fails, elsewhere it skips with how to get it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from inferx_core import LoadProfile, Platform, ServerConfig
+from inferx_llamacpp import plugin
+from inferx_llamacpp.engine_paths import engine_dir, find_binary
+
+FLAG = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]*)")
+
+
+@pytest.fixture(scope="module")
+def binary() -> Path:
+    found = find_binary()
+    if found is None:
+        why = f"llama-server not built: run `make llama-server` (it lands in {engine_dir()})"
+        if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    return found
+
+
+@pytest.fixture(scope="module")
+def help_flags(binary: Path) -> tuple[set[str], set[str]]:
+    """(every flag --help lists, the flags on lines that say DEPRECATED)."""
+    text = subprocess.run(
+        [str(binary), "--help"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    known: set[str] = set()
+    deprecated: set[str] = set()
+    for line in text.splitlines():
+        # "-np,   --parallel N      number of ...": the flag column is the leading
+        # segments (split at runs of spaces) that start with a dash
+        segments = re.split(r"\s{2,}", line.strip())
+        names = []
+        for segment in segments:
+            if not segment.startswith("-"):
+                break
+            names.append(segment)
+        flags = set(FLAG.findall(" ".join(names)))
+        known |= flags
+        if "deprecated" in line.lower():
+            deprecated |= flags
+    return known, deprecated
+
+
+CONFIGS = {
+    "defaults": ({}, None),
+    "slots-and-context": ({"max_num_seqs": 8, "max_model_len": 4096}, None),
+    "from-the-load": ({"max_model_len": 1024}, LoadProfile(concurrency=[1, 32])),
+    "prefix-caching": ({"prefix_caching": True}, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_every_flag_is_listed_by_llama_servers_help_and_none_deprecated(
+    name: str, binary: Path, help_flags: tuple[set[str], set[str]]
+) -> None:
+    fields, load = CONFIGS[name]
+    server = ServerConfig(engine="llamacpp", model="/m/x.gguf", port=8080, **fields)
+    spec = plugin.inferx_engine_launch_spec(server=server, platform=Platform(), load=load)
+    produced = {a for a in spec.argv[1:] if a.startswith("-") and not a.lstrip("-").isdigit()}
+    known, deprecated = help_flags
+    assert produced - known == set(), f"llama-server --help does not list {produced - known}"
+    assert produced & deprecated == set(), f"llama-server calls {produced & deprecated} deprecated"
+
+
+def test_the_help_parser_sees_what_a_user_would(help_flags: tuple[set[str], set[str]]) -> None:
+    known, deprecated = help_flags
+    assert {"--parallel", "--ctx-size", "--metrics", "--no-cache-prompt"} <= known
+    assert "--defrag-thold" in deprecated  # llama.cpp marks it so: the check can fail
+
+
+def test_an_unknown_flag_fails_with_llama_servers_own_message(binary: Path) -> None:
+    done = subprocess.run(
+        [str(binary), "--no-such-flag"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0
+    assert "--no-such-flag" in done.stdout + done.stderr

@@ -28,6 +28,7 @@ import pytest
 from inferx_core import hookimpl
 from inferx_core.config.models import LoadProfile, ServerConfig
 from inferx_core.sdk import hookspecs
+from inferx_core.sdk.argv_check import ArgvVerdict
 from inferx_core.sdk.engine import EngineInfo
 from inferx_core.sdk.evaluator import Evaluator, EvaluatorInfo
 from inferx_core.sdk.executor import Executor, ExecutorInfo
@@ -292,6 +293,10 @@ def _check_metrics(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
     assert isinstance(answer, EngineMetricsMap)
 
 
+def _check_argv_verdict(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
+    assert isinstance(answer, ArgvVerdict) and answer.message
+
+
 # What each hook's answer must be; a hook not listed here is only called.
 _ANSWER_CHECKS: dict[str, Callable[[Any, dict[str, Any], Path], None]] = {
     "inferx_register_engines": _check_engines,
@@ -300,6 +305,7 @@ _ANSWER_CHECKS: dict[str, Callable[[Any, dict[str, Any], Path], None]] = {
     "inferx_engine_role_spec": _check_launch_spec,
     "inferx_engine_readiness": _check_readiness,
     "inferx_engine_metrics": _check_metrics,
+    "inferx_engine_check_argv": _check_argv_verdict,
     "inferx_telemetry_samplers": _check_samplers,
     "inferx_container_fixes": _check_fixes,
     "inferx_launchers": _check_launchers,

@@ -39,6 +39,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "inferx_core.sdk.engine": ("EngineInfo",),
     "inferx_core.sdk.launch_spec": ("LaunchSpec", "Mount", "PreflightWait"),
     "inferx_core.sdk.probes": ("EngineMetricsMap", "ReadinessProbe"),
+    "inferx_core.sdk.argv_check": ("ArgvVerdict",),
     "inferx_core.sdk.roles": ("RoleContext",),
     "inferx_core.sdk.helpers": (
         "PORT_WAIT_S",
@@ -136,6 +137,7 @@ __all__ = [
     "Accelerator",
     "AccuracyRecord",
     "AppliedFix",
+    "ArgvVerdict",
     "BenchConfig",
     "Device",
     "DeviceReadError",
@@ -301,6 +303,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         set_flag,
         tiny_completion_probe,
     )
+    from inferx_core.sdk.argv_check import ArgvVerdict
     from inferx_core.sdk.launch_spec import LaunchSpec, Mount, PreflightWait
     from inferx_core.sdk.launcher import Launcher, LauncherInfo, ServerHandle
     from inferx_core.sdk.manager import (

@@ -16,7 +16,10 @@ Without the SGLang interpreter the tests skip, saying why; under
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -263,3 +266,54 @@ def test_a_flag_sglang_does_not_know_fails_with_sglangs_own_message(sglang: Any)
     deprecated = argv_check.verdict(answer["results"]["deprecated"])
     assert deprecated is not None and "--enable-dp-attention" in deprecated
     assert "--attn-dp-size" in deprecated  # SGLang's own advice comes through
+
+
+# -- `inferx plan --check-args`: the same parser, for a user who has SGLang -----------------------
+
+
+def plan_config(tmp_path: Path, python: Path | str, **extra: Any) -> Path:
+    cfg = {
+        "engine": "sglang",
+        "model": DSR1,
+        "port": 30000,
+        "parallelism": {"tp": 8, "dp": 8, "dp_attention": True},
+        "executable": [str(python), "-m", "sglang.launch_server"],
+        "output_dir": str(tmp_path / "results"),
+        **extra,
+    }
+    path = tmp_path / "sglang.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def inferx_plan(config: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    platform = str(PLATFORMS / "h200x8.json")
+    env = {**os.environ, "INFERX_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "inferx_core.cli", "plan", str(config), "--check-args"]
+    return subprocess.run(
+        [*command, "--platform", platform], capture_output=True, text=True, env=env, timeout=900
+    )
+
+
+def test_plan_check_args_passes_what_sglang_accepts(sglang: Any, tmp_path: Path) -> None:
+    python = sglang_python()
+    assert python is not None
+    done = inferx_plan(plan_config(tmp_path, python), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"argv accepted by sglang {plugin.TARGET_VERSION}'s own parser" in done.stdout
+
+
+def test_plan_check_args_fails_with_sglangs_own_message(sglang: Any, tmp_path: Path) -> None:
+    python = sglang_python()
+    assert python is not None
+    config = plan_config(tmp_path, python, engine_args={"cuda-graph-max-bs": 8})
+    done = inferx_plan(config, tmp_path)
+    assert done.returncode == 2
+    assert "argv refused" in done.stderr
+    assert "ambiguous option: --cuda-graph-max-bs could match" in done.stderr
+
+
+def test_plan_check_args_says_when_sglang_is_not_where_the_launch_runs(tmp_path: Path) -> None:
+    done = inferx_plan(plan_config(tmp_path, sys.executable), tmp_path)  # InferX's: no SGLang
+    assert done.returncode == 2
+    assert "argv not checked" in done.stderr and "could not run SGLang's parser" in done.stderr

@@ -91,6 +91,12 @@ def register_command(sub: Any) -> None:
     p.add_argument("--platform", metavar="FILE", help="platform JSON (e.g. an H200 node)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--output", help="results folder (default: the config's output_dir)")
+    p.add_argument(
+        "--check-args",
+        action="store_true",
+        help="parse each launch's argv with the engine's own parser (the engine must be "
+        "installed here); exit 2 when one is refused or cannot be checked",
+    )
     _add_executor_options(p)
     add_filter_arguments(p)
     p.set_defaults(handler=cmd_plan)
@@ -176,10 +182,14 @@ def plan(
     pm: InferxPluginManager,
     platform: Platform,
     output_dir: Path | None = None,
+    *,
+    check_args: bool = False,
 ) -> list[dict[str, Any]]:
-    """The resolved launch of every server configuration, without starting anything."""
+    """The resolved launch of every server configuration, without starting anything;
+    with ``check_args`` each argv is also parsed by the engine's own parser."""
     from inferx_core.config.points import point_ids, server_id
     from inferx_core.launch.resolve import resolve_launch
+    from inferx_core.pipeline.argv_check import check_argv
     from inferx_core.sdk.redact import redact
     from inferx_core.sdk.registries import engine_registry, launchers
 
@@ -209,6 +219,11 @@ def plan(
                     "points": [pid for _, pid in point_ids(cfg)],
                     "num_gpus": len(resolved.spec.gpu_ids),
                 }
+                | (
+                    {"argv_check": check_argv(pm, server, resolved.spec).model_dump()}
+                    if check_args
+                    else {}
+                )
             )
         )
     return plans
@@ -216,6 +231,9 @@ def plan(
 
 def render_plan(plans: list[dict[str, Any]]) -> None:
     from rich.console import Console
+
+    from inferx_core.pipeline.argv_check import describe
+    from inferx_core.sdk.argv_check import ArgvVerdict
 
     # No repr highlighting: its regexes take time quadratic in a long word (a model path).
     console = Console(width=None if sys.stdout.isatty() else 160, highlight=False)
@@ -240,6 +258,9 @@ def render_plan(plans: list[dict[str, Any]]) -> None:
         for fix in item["fixes_applied"]:
             console.print(f"  [green]fix {fix['id']}[/]: {fix['why']}")
         console.print(f"  points: {', '.join(item['points'])}")
+        if "argv_check" in item:
+            verdict = ArgvVerdict.model_validate(item["argv_check"])
+            console.print(f"  {describe(verdict)}", markup=False, highlight=False)
 
 
 def executor_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -283,30 +304,11 @@ def _validate_engines(configs: list[RunConfig], pm: InferxPluginManager) -> None
         registry.get(name)
 
 
-def render_executor_plan(view: dict[str, Any]) -> None:
-    import shlex
-
-    print(f"executor {view['executor']}: job folder {view['job_dir']}")
-    for server, why in view["skipped"].items():
-        print(f"skip {server}: {why}")
-    if not view["jobs"]:
-        print("nothing to submit")
-    for job in view["jobs"]:
-        kind = f"job array of {len(job['tasks'])}" if job["array"] else "job"
-        print(f"\n== {kind}, {job['gpus_per_node']} GPU(s) per node: {shlex.join(job['sbatch'])}")
-        print(job["script"], end="")
-        for task, launch in zip(job["tasks"], job["launch"], strict=True):
-            engine = launch["launcher"] + (f" image {launch['image']}" if launch["image"] else "")
-            print(f"  {task['server']}: engine via {engine}; results in {launch['output_dir']}")
-            print(f"    points to run: {', '.join(task['todo'])}")
-    for ref in view["secret_env"]:
-        print(f"secret {ref['server']}:{ref['path']} travels as ${ref['env']} (sbatch environment)")
-
-
 def cmd_plan(args: argparse.Namespace) -> int:
     import json
 
     from inferx_core.cli.filters import apply_filters
+    from inferx_core.cli.plan_view import argv_check_status, render_executor_plan
     from inferx_core.config.loader import load_run_configs
     from inferx_core.config.sweep import count_points
     from inferx_core.sdk.manager import get_plugin_manager
@@ -322,13 +324,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return 0
     executor_options(args)  # executor flags without --executor are an error
     output = Path(args.output) if args.output else None
-    plans = plan(configs, pm, _platform(pm, args.platform), output)
+    plans = plan(configs, pm, _platform(pm, args.platform), output, check_args=args.check_args)
     if args.json:
         sys.stdout.write(json.dumps(plans, indent=2) + "\n")
     else:
         render_plan(plans)
         print(f"{len(configs)} server configuration(s), {count_points(configs)} load point(s)")
-    return 0
+    return argv_check_status(plans)
 
 
 def _execute(
@@ -416,6 +418,7 @@ def _confirm_cancel(ids: list[str], mode: str) -> bool:
 
 def _submit(configs: list[RunConfig], args: argparse.Namespace, pm: InferxPluginManager) -> int:
     """``inferx run --executor NAME``: submit, then (``--wait``) follow and report."""
+    from inferx_core.cli.plan_view import render_executor_plan
     from inferx_core.executors.follow import follow, report
 
     executor = _executor(args, pm)

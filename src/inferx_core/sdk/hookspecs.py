@@ -29,6 +29,7 @@ from inferx_core.sdk.markers import hookspec
 
 if TYPE_CHECKING:
     from inferx_core.config.models import LoadProfile, ServerConfig
+    from inferx_core.sdk.argv_check import ArgvVerdict
     from inferx_core.sdk.engine import EngineInfo
     from inferx_core.sdk.evaluator import EvaluatorInfo
     from inferx_core.sdk.executor import ExecutorInfo
@@ -48,6 +49,7 @@ ENGINE_HOOKS = frozenset(
         "inferx_engine_readiness",
         "inferx_engine_metrics",
         "inferx_engine_role_spec",
+        "inferx_engine_check_argv",
     }
 )
 
@@ -145,6 +147,27 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap | None:
     ``server.engine``. Without an answer no engine metrics are scraped (and
     the result says so).
     Implement: engine plugins.
+    """
+
+
+@hookspec(firstresult=True)
+def inferx_engine_check_argv(server: ServerConfig, spec: LaunchSpec) -> ArgvVerdict | None:
+    """Ask the engine's own argument parser whether it accepts the launch's argv.
+
+    When: ``inferx plan --check-args``, after fixes, for every server (and
+    every process of a deployment), before any GPU hour is spent; never
+    during a run.
+    Params:
+        server: the server configuration.
+        spec: the launch spec after fixes; ``spec.argv`` is what would run.
+    Returns: an :class:`~inferx_core.sdk.argv_check.ArgvVerdict` (accepted,
+    refused with the engine's own message, or not checkable here and why),
+    or None when the plugin cannot check argv at all.
+    Combine: firstresult; asked only of the plugin that registered
+    ``server.engine``. Without an answer the plan says the engine's argv
+    could not be checked.
+    Implement: engine plugins, by running the engine's parser where the
+    engine is installed (its interpreter or binary), never a copy of it.
     """
 
 

@@ -20,11 +20,14 @@ The answer is JSON written to a file (SGLang prints to stdout while importing).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from inferx_core import ArgvVerdict, LaunchSpec
 
 LAUNCH_MODULE = "sglang.launch_server"
 
@@ -136,3 +139,41 @@ def verdict(result: Mapping[str, Any]) -> str | None:
     if result["deprecated"]:
         return "SGLang calls it deprecated: " + "; ".join(result["deprecated"])
     return None
+
+
+def launch_python(argv: Sequence[str]) -> str | None:
+    """The interpreter of ``PYTHON -m sglang.launch_server ...`` (past a fix's wrapper)."""
+    items = list(argv)
+    if LAUNCH_MODULE not in items:
+        return None
+    at = items.index(LAUNCH_MODULE)
+    return items[at - 2] if at >= 2 and items[at - 1] == "-m" else None
+
+
+def check_launch(spec: LaunchSpec) -> ArgvVerdict:
+    """SGLang's verdict on a launch, from the interpreter that launch would run."""
+    if spec.image:
+        why = f"the engine runs in image {spec.image}: check its argv where that image runs"
+        return ArgvVerdict(engine="sglang", accepted=None, message=why)
+    python = launch_python(spec.argv)
+    found = shutil.which(python) if python else None
+    if found is None:
+        why = (
+            f"{python} is not on PATH here"
+            if python
+            else f"the launch is not PYTHON -m {LAUNCH_MODULE}, so InferX cannot ask its parser"
+        )
+        return ArgvVerdict(engine="sglang", accepted=None, message=why)
+    try:
+        answer = probe(found, {"launch": engine_args_of(spec.argv)})
+    except (ProbeFailed, subprocess.TimeoutExpired, OSError) as exc:
+        why = f"{exc}\ninstall sglang there, or run `inferx plan --check-args` where it is"
+        return ArgvVerdict(engine="sglang", accepted=None, message=why, checked_with=found)
+    problem = verdict(answer["results"]["launch"])
+    return ArgvVerdict(
+        engine="sglang",
+        accepted=problem is None,
+        message=problem or "accepted",
+        engine_version=answer["version"],
+        checked_with=f"{found}: sglang.srt.server_args.prepare_server_args",
+    )

@@ -43,6 +43,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferx_core import (
+    ArgvVerdict,
     EngineInfo,
     EngineMetricsMap,
     LaunchSpec,
@@ -57,6 +58,7 @@ from inferx_core import (
     set_flag,
     tiny_completion_probe,
 )
+from inferx_sglang import argv_check
 from inferx_sglang.roles import inferx_engine_role_spec  # noqa: F401  (registered via this module)
 
 ENGINE = "sglang"
@@ -228,6 +230,12 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
         # One token through the OpenAI route the benchmark uses.
         tiny_completion_probe("tiny generation"),
     ]
+
+
+@hookimpl
+def inferx_engine_check_argv(spec: LaunchSpec) -> ArgvVerdict:
+    """SGLang's own parser, in the interpreter the launch runs (``inferx plan --check-args``)."""
+    return argv_check.check_launch(spec)
 
 
 @hookimpl

@@ -8,11 +8,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.inferx-installed
 DISTS := -e '.[parquet,postgres,fast]' -e plugins/inferx_vllm -e plugins/inferx_sglang \
          -e plugins/inferx_trtllm -e plugins/inferx_rocm -e plugins/inferx_lmeval \
-         -e examples/inferx_example_plugin
+         -e plugins/inferx_llamacpp -e examples/inferx_example_plugin
 PYPROJECTS := pyproject.toml $(wildcard plugins/*/pyproject.toml) \
               examples/inferx_example_plugin/pyproject.toml
 
-.PHONY: install test lint demo clean engine browser lmeval sglang
+.PHONY: install test lint demo clean engine browser lmeval llama-server sglang
 
 $(STAMP): $(PYPROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,17 +28,20 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: install lint engine sglang browser
+test: install lint engine llama-server sglang browser
 	INFERX_REQUIRE_ENGINE=1 INFERX_REQUIRE_BROWSER=1 INFERX_REQUIRE_LMEVAL=1 \
 		INFERX_LMEVAL_PYTHON=$(CURDIR)/$(LMEVAL_VENV)/bin/python $(BIN)/python -m pytest
 
 # The example plugin (a made-up TPU engine, installed for the tests) is not a
-# real engine: the demo's doctor table and run leave it out.
+# real engine: the demo's doctor table and run leave it out. The demo runs one
+# sweep on both real engines (results/demo/vllm, results/demo/llamacpp), one
+# report shows them side by side, and `inferx compare` puts llama.cpp against vLLM.
 DEMO_ENV := INFERX_DISABLE_PLUGINS=example-tpu
-demo: install engine
+demo: install engine llama-server
 	$(DEMO_ENV) $(BIN)/inferx doctor
 	$(DEMO_ENV) $(BIN)/inferx demo --output results/demo
 	$(DEMO_ENV) $(BIN)/inferx report results/demo --output results/demo/report
+	$(DEMO_ENV) $(BIN)/inferx compare results/demo/vllm results/demo/llamacpp
 
 # Also what InferX created in the user's cache: the demo model, the engine
 # venvs of `inferx engine install`, the fixes' persistent caches (a folder
@@ -115,3 +118,16 @@ $(SGLANG_STAMP):
 	touch $@
 
 sglang: $(SGLANG_STAMP)
+
+# llama.cpp's llama-server, the second real engine (inferx-llamacpp): built once per
+# version from the llama.cpp copy vendored in the llama-cpp-python sdist (PyPI only,
+# no git), into InferX's engine cache beside the venvs of `inferx engine install`,
+# where the plugin finds it. GGML_NATIVE=OFF: the cached binary may meet another
+# CPU. About 23 minutes on 2 busy cores the first time, a 12 MB binary; then cached.
+LLAMA_CPP_PYTHON_VERSION := 0.3.36
+LLAMA_SERVER_STAMP := $(INFERX_CACHE)/engines/llama.cpp-$(LLAMA_CPP_PYTHON_VERSION)/.inferx-engine-installed
+
+$(LLAMA_SERVER_STAMP):
+	plugins/inferx_llamacpp/scripts/build-llama-server.sh $(LLAMA_CPP_PYTHON_VERSION) '$(INFERX_CACHE)' $(PYTHON)
+
+llama-server: $(LLAMA_SERVER_STAMP)

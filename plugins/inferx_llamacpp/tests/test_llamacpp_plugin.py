@@ -140,3 +140,13 @@ def test_metrics_map_llama_servers_names() -> None:
     assert names.prefix_cache_hits == "llamacpp:prompt_tokens_cached_total"
     assert names.prefix_cache_misses == "llamacpp:prompt_tokens_total"
     assert names.prefix_cache_queries is None and names.kv_cache_usage is None
+
+
+def test_the_makefile_builds_the_version_the_plugin_looks_for() -> None:
+    makefile = Path(__file__).resolve().parents[3] / "Makefile"
+    if not makefile.is_file():
+        pytest.skip("not in an InferX checkout")
+    line = next(
+        ln for ln in makefile.read_text().splitlines() if ln.startswith("LLAMA_CPP_PYTHON_VERSION")
+    )
+    assert line.split(":=")[1].strip() == engine_paths.LLAMA_CPP_PYTHON_VERSION

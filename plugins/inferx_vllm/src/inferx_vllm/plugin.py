@@ -9,6 +9,7 @@ The command follows vLLM's own docs and the public benchmark recipes:
 from __future__ import annotations
 
 from inferx_core import (
+    ArgvVerdict,
     EngineInfo,
     EngineMetricsMap,
     LaunchSpec,
@@ -20,6 +21,7 @@ from inferx_core import (
     port_free_wait,
     tiny_completion_probe,
 )
+from inferx_vllm import argv_check
 from inferx_vllm.roles import inferx_engine_role_spec  # noqa: F401  (registered via this module)
 
 ENGINE = "vllm"
@@ -148,3 +150,9 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
         prefix_cache_queries="vllm:prefix_cache_queries",
         prefix_cache_hits="vllm:prefix_cache_hits",
     )
+
+
+@hookimpl
+def inferx_engine_check_argv(spec: LaunchSpec) -> ArgvVerdict:
+    """vLLM's own parser, in the interpreter the launch runs (``inferx plan --check-args``)."""
+    return argv_check.check_launch(spec)

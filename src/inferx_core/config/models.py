@@ -28,6 +28,7 @@ from inferx_core.config.bounds import (
 from inferx_core.config.checks import check_base_url, check_fits_context, check_percentiles
 from inferx_core.config.evals import EvalsConfig
 from inferx_core.config.load_profile import LoadProfile
+from inferx_core.config.search import SearchConfig
 from inferx_core.config.secrets import (
     env_secret_values,
     header_secret_values,
@@ -343,6 +344,7 @@ class RunConfig(ServerConfig):
         default=True, description="Keep the client and a launched engine on separate CPUs"
     )
     cost: HardwareCost = Field(default_factory=HardwareCost)
+    search: SearchConfig | None = Field(default=None, description="Capacity search under an SLO")
     evals: EvalsConfig | None = Field(default=None, description="Accuracy evals (issue 17)")
     output_dir: Path = Path("results")
 
@@ -366,6 +368,7 @@ class BenchConfig(StrictModel):
     workload: Workload = Field(default_factory=Workload)
     load: LoadProfile = Field(default_factory=LoadProfile)
     slo: SLO = Field(default_factory=SLO)
+    search: SearchConfig | None = Field(default=None, description="Capacity search under an SLO")
     validity: ValidityLimits = _validity_field()
     client_cpus: list[int] | None = _client_cpus_field("None: any CPU")
     cost: HardwareCost = Field(default_factory=HardwareCost)

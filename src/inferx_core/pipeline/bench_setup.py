@@ -1,14 +1,58 @@
 """What ``inferx bench`` sets up around its points: the client's CPUs, whether to ask for
-per-chunk usage, and the local telemetry (the client often runs on the serving node)."""
+per-chunk usage, and the local telemetry (the client often runs on the serving node);
+:func:`bench_target` and :func:`bench_tools` are that setup for ``run_bench`` and the
+capacity search alike."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from inferx_core.config.cpus import client_cores, split_cpus
 from inferx_core.config.models import BenchConfig
-from inferx_core.pipeline.requests import continuous_usage_for
+from inferx_core.config.points import slug
+from inferx_core.launch.interrupts import handle_interrupts
+from inferx_core.load.client_load import pinned
+from inferx_core.load.token_counter import CounterResolution, resolve_token_counter
+from inferx_core.pipeline.inputs import check_server_context, check_workload_files
+from inferx_core.pipeline.requests import BenchTarget, continuous_usage_for, discover_model
+from inferx_core.results.files import ensure_writable
 from inferx_core.telemetry.session import TelemetryPlan
 
-__all__ = ["client_cpus", "local_telemetry", "usage_support"]
+__all__ = ["bench_target", "bench_tools", "client_cpus", "local_telemetry", "usage_support"]
+
+
+def bench_target(config: BenchConfig) -> tuple[BenchTarget, str]:
+    """The checked server to benchmark and the prefix of its point ids."""
+    check_workload_files(config.workload)
+    if config.output_dir is not None:
+        ensure_writable(config.output_dir)  # before a point's work, not after it
+    headers = config.request_headers()
+    model = config.model or discover_model(config.base_url, headers)
+    served_len = check_server_context(config.workload, config.base_url, model, headers)
+    target = BenchTarget(config.base_url, model, headers, *usage_support(config), served_len)
+    return target, config.name or slug(model.rsplit("/", 1)[-1])
+
+
+@contextlib.contextmanager
+def bench_tools(
+    config: BenchConfig, target: BenchTarget
+) -> Iterator[tuple[CounterResolution, TelemetryPlan | None]]:
+    """The token counter and telemetry plan, with signals handled and the client pinned."""
+    counter = resolve_token_counter(
+        config.base_url,
+        target.model,
+        str(config.workload.tokenizer) if config.workload.tokenizer else None,
+        headers=target.headers,
+    )
+    telemetry = local_telemetry(config) if config.telemetry else None
+    try:
+        # SIGTERM and SIGHUP write the point as Ctrl-C does; client_cpus pins the client
+        with handle_interrupts(), pinned(client_cpus(config)):
+            yield counter, telemetry
+    finally:
+        if hasattr(counter.counter, "close"):
+            counter.counter.close()  # a server tokenizer's keep-alive client and threads
 
 
 def client_cpus(config: BenchConfig) -> tuple[int, ...]:

@@ -16,18 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
-from inferx_core.config.points import LoadPoint, load_points, point_id_for, slug
+from inferx_core.config.points import LoadPoint, load_points, point_id_for
 from inferx_core.config.validity import ValidityLimits
 from inferx_core.launch.interrupts import (
-    handle_interrupts,
     interrupted_by,
 )
-from inferx_core.load.client_load import pinned
 from inferx_core.load.limits import ensure_concurrency_fits
 from inferx_core.load.records import RequestRecord
 from inferx_core.load.scheduler import LoadConfig, Ramp, ScheduleResult
 from inferx_core.load.stages import Stage
-from inferx_core.load.token_counter import CounterResolution, resolve_token_counter
+from inferx_core.load.token_counter import CounterResolution
 from inferx_core.metrics.dimensions import stage_stats, turn_stats
 from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.summarize import summarize
@@ -40,21 +38,18 @@ from inferx_core.pipeline.assemble import (
     never_ran_result,
     point_status,
 )
-from inferx_core.pipeline.bench_setup import client_cpus, local_telemetry, usage_support
+from inferx_core.pipeline.bench_setup import bench_target, bench_tools
 from inferx_core.pipeline.drive import AbortCheck, Drive
 from inferx_core.pipeline.drive import drive as drive_point
-from inferx_core.pipeline.inputs import check_server_context, check_workload_files
 from inferx_core.pipeline.output_lock import holding_output
 from inferx_core.pipeline.repeats import run_repeated
 from inferx_core.pipeline.requests import (
     BenchTarget,
     Requests,
     build_requests,
-    discover_model,
 )
 from inferx_core.pipeline.session_requests import build_session_requests
 from inferx_core.results.files import (
-    ensure_writable,
     is_complete,
     requests_path,
     telemetry_path,
@@ -358,33 +353,14 @@ def run_bench(
     Results are also written to ``config.output_dir`` (unless None), one JSON per point and
     a ``.requests.jsonl``; ``resume`` skips points complete there (``on_skip`` gets their ids).
     """
-    check_workload_files(config.workload)
-    if config.output_dir is not None:
-        ensure_writable(config.output_dir)  # before a point's work, not after it
-    headers = config.request_headers()
-    model = config.model or discover_model(config.base_url, headers)
-    served_len = check_server_context(config.workload, config.base_url, model, headers)
-    target = BenchTarget(config.base_url, model, headers, *usage_support(config), served_len)
-    prefix = config.name or slug(model.rsplit("/", 1)[-1])
+    target, prefix = bench_target(config)
     points = _points_to_run(config, prefix, resume, on_skip)
     if not points:
         return []
-    counter = resolve_token_counter(
-        config.base_url,
-        model,
-        str(config.workload.tokenizer) if config.workload.tokenizer else None,
-        headers=headers,
-    )
-    telemetry = local_telemetry(config) if config.telemetry else None
     outcomes: list[PointOutcome] = []
-    try:
-        # SIGTERM and SIGHUP write the point as Ctrl-C does; client_cpus pins the client
-        with handle_interrupts(), pinned(client_cpus(config)):
-            run = (config, target, counter, prefix, telemetry, points, outcomes, on_point, progress)
-            _run_points(*run)
-    finally:
-        if hasattr(counter.counter, "close"):
-            counter.counter.close()  # a server tokenizer's keep-alive client and threads
+    with bench_tools(config, target) as (counter, telemetry):
+        run = (config, target, counter, prefix, telemetry, points, outcomes, on_point, progress)
+        _run_points(*run)
     return outcomes
 
 

@@ -56,6 +56,9 @@ class ServerKnobs:
     hold_open: bool = False
     # Pad the first content chunk's text with this many bytes: one long SSE line.
     long_line_bytes: int = 0
+    # A known capacity (server-wide, not per request): at most this many generations
+    # run at once; the rest wait in arrival order, so their TTFT includes the wait.
+    max_concurrent: int | None = None
 
     def merged(self, overrides: Any) -> ServerKnobs:
         """These knobs with a request's ``x_test`` overrides applied."""

@@ -9,6 +9,8 @@ one request at a time and hands streamed generations to
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import dataclasses
 import json
 import ssl
@@ -54,6 +56,7 @@ class ServerProtocol(asyncio.Protocol):
         self.closed = True
         if self.stream is not None:
             self.stream.cancel()
+            self.server.release(self.stream)
             self.stream = None
 
     def data_received(self, data: bytes) -> None:
@@ -72,6 +75,8 @@ class ServerProtocol(asyncio.Protocol):
             self.transport.abort()
 
     def response_done(self) -> None:
+        if self.stream is not None:
+            self.server.release(self.stream)
         self.stream = None
         self.busy = False
         if not self.keep_alive:
@@ -197,7 +202,7 @@ class ServerProtocol(asyncio.Protocol):
             self._non_streamed(knobs, body, chat)
             return
         self.stream = ScriptedStream(self, knobs, body, chat)
-        self.stream.start()
+        self.server.admit(self.stream)
 
     def _non_streamed(self, knobs: ServerKnobs, body: dict[str, Any], chat: bool) -> None:
         n = requested_max_tokens(body)
@@ -240,6 +245,9 @@ class SSETestServer:
         self.knobs = dataclasses.replace(knobs or ServerKnobs(), **kw)
         self.requests = 0
         self.connections = 0
+        self.peak_active = 0  # the most generations that ran at once
+        self._active = 0
+        self._waiting: collections.deque[ScriptedStream] = collections.deque()
         self._ids = 0
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
@@ -253,6 +261,33 @@ class SSETestServer:
     def next_id(self) -> int:
         self._ids += 1
         return self._ids
+
+    def admit(self, stream: ScriptedStream) -> None:
+        """Start ``stream`` now, or queue it while ``max_concurrent`` generations run."""
+        limit = self.knobs.max_concurrent
+        if limit is not None and self._active >= limit:
+            self._waiting.append(stream)
+            return
+        self._start(stream)
+
+    def release(self, stream: ScriptedStream) -> None:
+        """``stream`` ended (or its client left): its slot goes to the longest waiting one."""
+        if not stream.slot:
+            with contextlib.suppress(ValueError):
+                self._waiting.remove(stream)
+            return
+        stream.slot = False
+        self._active -= 1
+        while self._waiting and self._active < (self.knobs.max_concurrent or 0):
+            nxt = self._waiting.popleft()
+            if not nxt.proto.closed:
+                self._start(nxt)
+
+    def _start(self, stream: ScriptedStream) -> None:
+        stream.slot = True
+        self._active += 1
+        self.peak_active = max(self.peak_active, self._active)
+        stream.start()
 
     async def start(self) -> None:
         """Listen on the running loop (port 0 picks a free port)."""

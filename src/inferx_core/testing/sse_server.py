@@ -102,6 +102,8 @@ class ServerProcess:
             argv.append("--hold-open")
         if k.long_line_bytes:
             argv += ["--long-line-bytes", str(k.long_line_bytes)]
+        if k.max_concurrent is not None:
+            argv += ["--max-concurrent", str(k.max_concurrent)]
         return argv
 
     def __enter__(self) -> ServerProcess:
@@ -218,6 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="put the server's perf_counter_ns in each chunk (x_sent_ns, x_recv_ns)",
     )
     _add_hostile_flags(ap)
+    ap.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=None,
+        help="a known capacity: at most N generations at once, the rest wait (TTFT grows)",
+    )
     ap.add_argument("--model", default="test-model", help="served model name (%(default)s)")
     ap.add_argument("--max-model-len", type=int, default=131072, help="context /v1/models reports")
     return ap
@@ -242,6 +250,7 @@ def knobs_from_args(a: argparse.Namespace) -> ServerKnobs:
         usage_prompt=a.usage_prompt,
         hold_open=a.hold_open,
         long_line_bytes=a.long_line_bytes,
+        max_concurrent=a.max_concurrent,
     )
 
 

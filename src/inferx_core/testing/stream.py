@@ -117,6 +117,7 @@ class ScriptedStream:
         "recv_ns",
         "rid",
         "sent_tokens",
+        "slot",
         "t0",
     )
 
@@ -144,6 +145,7 @@ class ScriptedStream:
         self.prompt_tokens = count_prompt_tokens(body)
         self.i = 0
         self.sent_tokens = 0
+        self.slot = False  # holds one of the server's max_concurrent slots
         self.handle: asyncio.Handle | None = None
         self.fail_at = -1
         if knobs.fail in ("error_mid", "drop", "malformed", "hang"):

@@ -1,0 +1,249 @@
+"""Run a capacity search against a running server: every probe is a normal load point.
+
+:func:`run_search` hands :func:`~inferx_core.metrics.search.search_capacity` a
+``measure(level, run)`` that runs one point (closed loop at a concurrency, or
+open loop at a rate) with :func:`~inferx_core.pipeline.point.run_point`, judges
+it (:func:`~inferx_core.metrics.search_verdict.judge_run`) and tags its result
+with the search (``provenance.extra.search``). A probe run again for noise
+keeps its runs in ``OUTPUT/repeats/r<k>/`` and is then combined by the repeats
+machinery (:func:`~inferx_core.pipeline.repeats.combine`): the point's result is
+its median run with a ``repeats`` section. ``resume`` reuses every complete
+run already on disk, so an interrupted search replays its decisions and goes
+on where it stopped. The answer is a :class:`SearchSummary` written to
+``OUTPUT/search/<search_id>.json``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inferx_core.config.models import SLO, BenchConfig
+from inferx_core.config.points import LoadPoint, point_id_for
+from inferx_core.config.search import SearchConfig, percentile_limit_parts
+from inferx_core.errors import UserFacingError
+from inferx_core.load.token_counter import CounterResolution
+from inferx_core.metrics.knee import LevelFigures, find_knee
+from inferx_core.metrics.requests import request_metrics
+from inferx_core.metrics.search import Budget, Measurement, SearchSpace, search_capacity
+from inferx_core.metrics.search_model import SearchSummary
+from inferx_core.metrics.search_verdict import judge_run
+from inferx_core.pipeline.assemble import PointSource
+from inferx_core.pipeline.bench_setup import bench_target, bench_tools
+from inferx_core.pipeline.output_lock import holding_output
+from inferx_core.pipeline.point import PointOutcome, run_point
+from inferx_core.pipeline.repeats import combine, repeat_dir
+from inferx_core.pipeline.requests import BenchTarget
+from inferx_core.results.files import REQUESTS_SUFFIX, TELEMETRY_SUFFIX, is_complete, result_path
+from inferx_core.results.model import parse_result
+from inferx_core.results.read import read_json, read_request_records
+from inferx_core.results.search_files import write_search_summary
+from inferx_core.telemetry.session import TelemetryPlan
+
+__all__ = ["SearchRun", "SearchSetupError", "run_search", "search_id_for"]
+
+
+class SearchSetupError(UserFacingError):
+    """A search asked of a load it cannot search (a trace, stages, repeats)."""
+
+
+@dataclass
+class SearchRun:
+    summary: SearchSummary
+    outcomes: list[PointOutcome]  # one per probed level, in probe order
+    summary_path: Path | None = None
+
+
+def search_id_for(prefix: str, config: BenchConfig, search: SearchConfig) -> str:
+    first = point_id_for(prefix, config.workload, LoadPoint(concurrency=1))
+    return f"{first.rsplit('-', 1)[0]}-search-{search.over}"
+
+
+def check_searchable(config: BenchConfig, search: SearchConfig) -> None:
+    if config.workload.kind == "trace" or config.load.stages:
+        raise SearchSetupError(
+            "search: a trace or staged load has no level to search; use a random or "
+            "dataset workload (or drop search:)"
+        )
+    if config.load.repeats > 1:
+        raise SearchSetupError(
+            "search: probes are repeated only near the limit (search.max_runs); "
+            "drop load.repeats / --repeats"
+        )
+
+
+@dataclass
+class _Prober:
+    """Runs, reuses and judges the probes; keeps each level's runs for the summary."""
+
+    config: BenchConfig
+    search: SearchConfig
+    target: BenchTarget
+    counter: CounterResolution
+    prefix: str
+    search_id: str
+    telemetry: TelemetryPlan | None
+    resume: bool
+    on_point: Callable[[PointOutcome], None] | None
+    on_skip: Callable[[str], None] | None
+    progress: bool | None
+    runs: dict[float, list[PointOutcome]] = field(default_factory=dict)
+    finals: dict[float, PointOutcome] = field(default_factory=dict)
+
+    def point(self, level: float) -> LoadPoint:
+        if self.search.over == "concurrency":
+            return LoadPoint(concurrency=int(level))
+        return LoadPoint(request_rate=level, max_concurrency=self.config.load.max_concurrency)
+
+    def measure(self, level: float, run: int) -> Measurement:
+        for done in [lv for lv in self.runs if lv != level and lv not in self.finals]:
+            self.settle(done)  # the search moved on: that level is decided
+        point = self.point(level)
+        pid = point_id_for(self.prefix, self.config.workload, point)
+        out = self.config.output_dir
+        if run == 2 and out is not None:
+            _keep_first_run(out, pid)
+        outcome = self._reused(pid, run) or self._run(point, pid, run)
+        self.runs.setdefault(level, []).append(outcome)
+        records = [r for r in outcome.records if not r.warmup]
+        res = outcome.result
+        return judge_run(
+            res.status, res.failure_reason, res.flat(), [request_metrics(r) for r in records],
+            self.search, pid,
+        )  # fmt: skip
+
+    def _folder(self, run: int) -> Path | None:
+        out = self.config.output_dir
+        return out if out is None or run == 1 else repeat_dir(out, run)
+
+    def _reused(self, pid: str, run: int) -> PointOutcome | None:
+        out = self.config.output_dir
+        if not self.resume or out is None:
+            return None
+        for folder in [out / "repeats" / f"r{run}"] + ([out] if run == 1 else []):
+            if (folder / f"{pid}.json").is_file() and is_complete(folder, pid):
+                path = result_path(folder, pid)
+                records = read_request_records(path)
+                if records is not None:
+                    if self.on_skip is not None and run == 1:
+                        self.on_skip(pid)
+                    return PointOutcome(pid, parse_result(read_json(path)), records, path)
+        return None
+
+    def _run(self, point: LoadPoint, pid: str, run: int) -> PointOutcome:
+        tag = {"id": self.search_id, "over": self.search.over, "slo": self.search.describe()}
+        context = {"config": self.config.model_dump(mode="json"), "search": {**tag, "run": run}}
+        return run_point(
+            self.target, point, workload=self.config.workload, load=self.config.load,
+            slo=SLO(**self.search.goodput_slos()), counter=self.counter, point_id=pid,
+            num_gpus=self.config.num_gpus, percentiles=_percentiles(self.config, self.search),
+            output_dir=self._folder(run), source=PointSource("", point, context=context),
+            progress=self.progress, telemetry=self.telemetry,
+            validity_limits=self.config.validity,
+        )  # fmt: skip
+
+    def settle(self, level: float) -> PointOutcome:
+        """The level's point: its one run, or its runs combined (median run + spread)."""
+        runs = self.runs[level]
+        final = runs[0] if len(runs) == 1 else combine(runs, self.config.output_dir)
+        self.finals[level] = final
+        if self.on_point is not None:
+            self.on_point(final)
+        return final
+
+
+def _keep_first_run(output_dir: Path, pid: str) -> None:
+    """Before a probe's second run, its first moves to ``repeats/r1`` (combine picks one)."""
+    dst = repeat_dir(output_dir, 1)
+    dst.mkdir(parents=True, exist_ok=True)
+    for suffix in (REQUESTS_SUFFIX, TELEMETRY_SUFFIX, ".json"):  # the result last
+        src = output_dir / f"{pid}{suffix}"
+        if src.is_file() and not (dst / src.name).exists():
+            shutil.copyfile(src, dst / src.name)
+
+
+def _percentiles(config: BenchConfig, search: SearchConfig) -> list[float]:
+    """The config's percentiles plus those the search's percentile limits read."""
+    wanted = list(config.percentiles)
+    for key in search.percentile_limits():
+        name = (percentile_limit_parts(key) or ("", ""))[0]
+        if name.startswith("p") and float(name[1:]) not in wanted:
+            wanted.append(float(name[1:]))
+    return wanted
+
+
+@holding_output(lambda config, **_: config.output_dir)  # OutputFolderBusy: another run there
+def run_search(
+    config: BenchConfig,
+    *,
+    on_point: Callable[[PointOutcome], None] | None = None,
+    progress: bool | None = None,
+    resume: bool = False,
+    on_skip: Callable[[str], None] | None = None,
+) -> SearchRun:
+    """Search ``config.search`` against ``config.base_url``; write and return the answer."""
+    search = config.search
+    if search is None:
+        raise SearchSetupError("run_search needs a `search:` section (or --search)")
+    check_searchable(config, search)
+    target, prefix = bench_target(config)
+    search_id = search_id_for(prefix, config, search)
+    with bench_tools(config, target) as (counter, telemetry):
+        prober = _Prober(
+            config, search, target, counter, prefix, search_id, telemetry, resume,
+            on_point, on_skip, progress,
+        )  # fmt: skip
+        outcome = search_capacity(
+            _space(search),
+            prober.measure,
+            noise=search.noise,
+            max_runs=search.max_runs,
+            budget=Budget(max_runs=search.max_probes, max_seconds=search.max_seconds),
+        )
+        for level in [lv for lv in prober.runs if lv not in prober.finals]:
+            prober.settle(level)
+    finals = prober.finals
+    at_capacity = finals[outcome.capacity].result.flat() if outcome.capacity in finals else {}
+    summary = SearchSummary.build(
+        outcome,
+        ids=(search_id, None),
+        constraint=(search.over, search.describe(), dict(search.slo), search.goodput),
+        at_capacity=at_capacity,
+        knee=find_knee(_figures(finals)),
+    )
+    path = write_search_summary(config.output_dir, summary) if config.output_dir else None
+    return SearchRun(summary, [finals[p.level] for p in _distinct(outcome.probes)], path)
+
+
+def _space(search: SearchConfig) -> SearchSpace:
+    integer = search.over == "concurrency"
+    return SearchSpace(
+        start=search.first(),
+        low=search.lowest(),
+        high=search.highest(),
+        integer=integer,
+        tolerance=search.tolerance,
+    )
+
+
+def _distinct(probes: Any) -> list[Any]:
+    seen: dict[float, Any] = {}
+    for probe in probes:
+        seen.setdefault(probe.level, probe)
+    return list(seen.values())
+
+
+def _figures(finals: dict[float, PointOutcome]) -> list[LevelFigures]:
+    """Each ok level's throughput and mean latency, for the knee."""
+    out = []
+    for level, outcome in finals.items():
+        if outcome.result.status != "ok":
+            continue
+        flat = outcome.result.flat()
+        tput, lat = flat.get("output_throughput"), flat.get("mean_e2el_ms")
+        if isinstance(tput, (int, float)) and isinstance(lat, (int, float)):
+            out.append(LevelFigures(level, float(tput), float(lat)))
+    return out

@@ -410,6 +410,9 @@ def run_configs(
     """
     pm = pm or get_plugin_manager()
     platform = platform or detect_platform(pm)
+    registry = engine_registry(pm)
+    for engine in sorted({cfg.engine for cfg in configs}):
+        registry.get(engine)  # an unknown engine is refused before any folder is made
     folders = sorted({str(output_dir or cfg.output_dir) for cfg in configs})
     with contextlib.ExitStack() as held:
         for folder in folders:  # all at the start: a busy one refuses before any engine

@@ -114,3 +114,14 @@ def test_unknown_evaluator_is_a_user_error(tmp_path: Path, capsys) -> None:
     code = main([*argv, "--evaluator", "nope", "--output", str(tmp_path)])
     assert code == 2
     assert "unknown evaluator 'nope'" in capsys.readouterr().err
+
+
+def test_the_table_title_shows_no_url_credentials_and_no_markup(capsys) -> None:
+    from inferx_core.cli.eval import render_accuracy
+    from inferx_core.evals.model import AccuracySection
+
+    section = AccuracySection(status="passed", evaluator="e", tasks=[])
+    render_accuracy(section, "inferx eval: m[/x] at http://user:hunter2secret@h:8000")
+    out = capsys.readouterr().out
+    assert "hunter2secret" not in out and "http://***@h:8000" in out
+    assert "m[/x]" in out  # rich markup in data is text

@@ -88,8 +88,11 @@ def _option_value(text: str) -> Any:
 def render_accuracy(section: AccuracySection, title: str) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title)
+    from inferx_core.sdk.redact import redact_text
+
+    table = Table(title=Text(redact_text(title)))  # a URL's credentials; data, not markup
     for col in ("task", "metric", "accuracy", "± stderr", "samples", "threshold", "status"):
         table.add_column(col, justify="right" if col in ("accuracy", "± stderr") else "left")
     styles = {"passed": "green", "below_threshold": "red", "error": "red"}

@@ -259,8 +259,8 @@ def test_docs_multinode_examples_are_valid() -> None:
     blocks = re.findall(r"^```yaml\n(.*?)^```", text, re.S | re.M)
     assert len(blocks) == 2
     for block in blocks:
-        data = yaml.safe_load(block)
-        deployment = Deployment.model_validate(data.pop("deployment"))
-        run = RunConfig.model_validate(data)
+        run = RunConfig.model_validate(yaml.safe_load(block))  # the whole example, as the CLI
+        deployment = run.deployment
+        assert deployment is not None
         acct = gpu_accounting(deployment, run.server())
         assert acct.num_gpus > 0 and nodes_needed(deployment) > 1

@@ -196,6 +196,7 @@ def plan(
     """The resolved launch of every server configuration, without starting anything;
     with ``check_args`` each argv is also parsed by the engine's own parser."""
     from inferx_core.config.points import point_ids, server_id
+    from inferx_core.executors.deployment_plan import plan_deployment
     from inferx_core.launch.resolve import resolve_launch
     from inferx_core.pipeline.argv_check import check_argv
     from inferx_core.sdk.redact import redact
@@ -204,6 +205,10 @@ def plan(
     plans = []
     known_launchers = launchers(pm)
     for cfg in configs:
+        if cfg.deployment is not None:
+            planned = plan_deployment(cfg, pm, platform, output_dir=output_dir)
+            plans.append(redact(planned.view(pm if check_args else None)))
+            continue
         port = cfg.port or engine_registry(pm).get(cfg.engine).info.default_port
         server = cfg.server().model_copy(update={"port": port})
         resolved = resolve_launch(pm, server, platform, cfg.load)
@@ -240,12 +245,16 @@ def plan(
 def render_plan(plans: list[dict[str, Any]]) -> None:
     from rich.console import Console
 
+    from inferx_core.cli.deployment_view import render_deployment
     from inferx_core.pipeline.argv_check import describe
     from inferx_core.sdk.argv_check import ArgvVerdict
 
     # No repr highlighting: its regexes take time quadratic in a long word (a model path).
     console = Console(width=None if sys.stdout.isatty() else 160, highlight=False)
     for item in plans:
+        if "deployment" in item:
+            render_deployment(console, item)
+            continue
         spec = item["spec"]
         console.rule(f"[bold]{item['server']}[/] ({item['engine']} via {item['plugin']})")
         argv = item["launcher"]["argv"] if item["launcher"] else spec["argv"]

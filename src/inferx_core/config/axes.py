@@ -9,11 +9,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, PositiveInt, model_validator
 
 from inferx_core.config.base import StrictModel
 
-__all__ = ["MAX_RANGE_POINTS", "ConcurrencyRange", "Precision", "geometric_range"]
+__all__ = [
+    "MAX_RANGE_POINTS",
+    "ConcurrencyRange",
+    "Precision",
+    "RoleAxes",
+    "apply_role_value",
+    "geometric_range",
+]
 
 MAX_RANGE_POINTS = 64
 
@@ -90,3 +97,38 @@ class Precision(StrictModel):
             data["kv_cache_dtype"] = self.kv_cache_dtype
         if self.quantization is not None:
             data.setdefault("engine_args", {})["quantization"] = self.quantization
+
+
+class RoleAxes(StrictModel):
+    """Sweep axes of one role of a ``deployment:``: its replicas, nodes and parallelism."""
+
+    replicas: list[PositiveInt] = Field(default_factory=list)
+    nodes: list[PositiveInt] = Field(default_factory=list, description="Nodes per replica")
+    tp: list[PositiveInt] = Field(default_factory=list)
+    pp: list[PositiveInt] = Field(default_factory=list)
+    dp: list[PositiveInt] = Field(default_factory=list)
+    ep: list[PositiveInt] = Field(default_factory=list)
+
+    def axes(self, role: str) -> list[list[tuple[str, tuple[str, str, int]]]]:
+        """One axis per field with values: ``("role", (role, field, value))`` entries."""
+        out = []
+        for name in ("replicas", "nodes", "tp", "pp", "dp", "ep"):
+            values = getattr(self, name)
+            if values:
+                out.append([("role", (role, name, v)) for v in values])
+        return out
+
+
+def apply_role_value(data: dict[str, Any], role: str, field: str, value: int) -> None:
+    """Set one role's ``field`` on a RunConfig dump (in place); parallelism starts from the
+    role's own, else the base's."""
+    groups = (data.get("deployment") or {}).get("roles") or []
+    group = next((g for g in groups if g.get("role") == role), None)
+    if group is None:
+        raise ValueError(f"matrix.roles.{role}: the base deployment has no role {role}")
+    if field in ("replicas", "nodes"):
+        group[field] = value
+        return
+    parallelism = dict(group.get("parallelism") or data.get("parallelism") or {})
+    parallelism[field] = value
+    group["parallelism"] = parallelism

@@ -26,8 +26,10 @@ from inferx_core.config.bounds import (
     MAX_TURNS,
 )
 from inferx_core.config.checks import check_base_url, check_fits_context, check_percentiles
+from inferx_core.config.deployment import Deployment, check_gpu_split
 from inferx_core.config.evals import EvalsConfig
 from inferx_core.config.load_profile import LoadProfile
+from inferx_core.config.parallelism import ArgValue, Parallelism
 from inferx_core.config.search import SearchConfig
 from inferx_core.config.secrets import (
     env_secret_values,
@@ -49,28 +51,6 @@ from inferx_core.config.validity import ValidityLimits
 RangeSemantics = Literal["inferencex", "vllm", "sglang", "fixed"]
 ApiKind = Literal["completions", "chat"]
 TraceFormat = Literal["mooncake", "azure", "inferx"]
-
-
-class Parallelism(StrictModel):
-    """How the model is split over GPUs. GPUs used = tp x pp x dp (see ``gpus``)."""
-
-    tp: int = Field(default=1, ge=1, description="Tensor parallel size")
-    pp: int = Field(default=1, ge=1, description="Pipeline parallel size")
-    dp: int = Field(default=1, ge=1, description="Data parallel size")
-    ep: int | None = Field(default=None, ge=1, description="Expert parallel size (MoE)")
-    expert_parallel: bool = Field(default=False, description="Enable expert parallelism")
-    dp_attention: bool = Field(default=False, description="SGLang DP attention")
-
-    @property
-    def gpus(self) -> int:
-        """GPUs one server uses: tp x pp x dp, except DP attention (SGLang), whose
-        data-parallel attention ranks live inside the tensor-parallel group."""
-        if self.dp_attention:
-            return self.tp * self.pp
-        return self.tp * self.pp * self.dp
-
-
-ArgValue = str | int | float | bool | list[str] | None
 
 
 class ServerConfig(StrictModel):
@@ -346,12 +326,17 @@ class RunConfig(ServerConfig):
     cost: HardwareCost = Field(default_factory=HardwareCost)
     search: SearchConfig | None = Field(default=None, description="Capacity search under an SLO")
     evals: EvalsConfig | None = Field(default=None, description="Accuracy evals (issue 17)")
+    deployment: Deployment | None = Field(
+        default=None, description="Several processes as one endpoint (docs/multinode.md)"
+    )
     output_dir: Path = Path("results")
 
     @model_validator(mode="after")
     def _fits_context(self) -> RunConfig:
         check_fits_context(self.workload, self.max_model_len, "max_model_len of this config")
         check_trace_load(self.workload, self.load)
+        if self.deployment is not None:
+            check_gpu_split(self.deployment, self.parallelism)
         return self
 
     def server(self) -> ServerConfig:

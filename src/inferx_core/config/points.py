@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from inferx_core.config.deployment import deployment_shape
 from inferx_core.config.models import LoadProfile, RunConfig, Workload
 from inferx_core.config.trace_checks import untimed_session_trace
 from inferx_core.errors import UserFacingError
@@ -113,7 +114,11 @@ def server_id(cfg: RunConfig) -> str:
     """Readable and unique per server configuration: [name-]model-engine-parallelism."""
     par = cfg.parallelism
     model = cfg.model.rstrip("/").rsplit("/", 1)[-1]
-    parts = [*([cfg.name] if cfg.name else []), model, cfg.engine, f"tp{par.tp}"]
+    parts = [*([cfg.name] if cfg.name else []), model, cfg.engine]
+    if cfg.deployment is not None:  # each role's own shape, not the base's parallelism
+        parts.append(deployment_shape(cfg.deployment, par))
+        return checked_id(slug("-".join(parts)))
+    parts.append(f"tp{par.tp}")
     if par.pp > 1:
         parts.append(f"pp{par.pp}")
     if par.dp > 1:

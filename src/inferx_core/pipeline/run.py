@@ -18,6 +18,7 @@ from typing import Any
 
 from inferx_core.config.models import RunConfig
 from inferx_core.config.points import LoadPoint, point_ids
+from inferx_core.config.search import SearchNotRunHere
 from inferx_core.errors import UserFacingError
 from inferx_core.launch.interrupts import engine_running, handle_interrupts
 from inferx_core.launch.preflight import run_preflight
@@ -408,6 +409,9 @@ def run_configs(
     folder is held for the run (``OutputFolderBusy`` when another run writes there);
     ``lock_unit``: a batch job's server, which shares the folder with its sibling jobs.
     """
+    for cfg in configs:
+        if cfg.search is not None:  # refused, never silently run as plain points
+            raise SearchNotRunHere(f"server {cfg.name or cfg.model}")
     pm = pm or get_plugin_manager()
     platform = platform or detect_platform(pm)
     registry = engine_registry(pm)

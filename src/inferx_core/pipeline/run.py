@@ -56,6 +56,8 @@ from inferx_core.sdk.registries import detect_platform, engine_registry
 from inferx_core.telemetry.session import build_plan
 
 log = get_logger("inferx.runner")
+#: (cfg, pm, platform, *, port, output_dir) -> LaunchPlan
+LaunchPlanner = Callable[..., LaunchPlan]
 LOG_TAIL_LINES = 60
 
 
@@ -365,8 +367,11 @@ def run_server(
     used_ports: set[int] | None = None,
     progress: bool | None = None,
     on_point: Callable[[PointOutcome], None] | None = None,
+    planner: LaunchPlanner = plan_launch,
 ) -> RunSummary:
-    """Launch one server configuration, run its load points, stop it."""
+    """Launch one server configuration, run its load points, stop it.
+
+    ``planner`` makes the launch (a deployment's comes from the executors layer)."""
     summary = RunSummary()
     todo = []
     for point, pid in point_ids(cfg):
@@ -379,7 +384,7 @@ def run_server(
     used_ports = used_ports if used_ports is not None else set()
     port = cfg.port or free_port(cfg.host, avoid=used_ports)
     used_ports.add(port)
-    plan = plan_launch(cfg, pm, platform, port=port, output_dir=output_dir)
+    plan = planner(cfg, pm, platform, port=port, output_dir=output_dir)
     ensure_writable(output_dir)  # before the engine starts, not after its first point
     session = _ServerSession(plan, pm, platform, output_dir, summary, on_point)
     try:
@@ -402,6 +407,7 @@ def run_configs(
     progress: bool | None = None,
     on_point: Callable[[PointOutcome], None] | None = None,
     lock_unit: str | None = None,
+    planner: LaunchPlanner = plan_launch,
 ) -> RunSummary:
     """The Python API of ``inferx run``: every server configuration, one after another.
 
@@ -422,7 +428,7 @@ def run_configs(
         for folder in folders:  # all at the start: a busy one refuses before any engine
             held.enter_context(output_lock(folder, unit=lock_unit))
         with handle_interrupts():  # SIGTERM and SIGHUP stop the engine as Ctrl-C does
-            return _run_all(configs, output_dir, resume, platform, pm, progress, on_point)
+            return _run_all(configs, output_dir, resume, platform, pm, progress, on_point, planner)
 
 
 def _run_all(
@@ -433,6 +439,7 @@ def _run_all(
     pm: InferxPluginManager,
     progress: bool | None,
     on_point: Callable[[PointOutcome], None] | None,
+    planner: LaunchPlanner,
 ) -> RunSummary:
     total = RunSummary()
     used_ports: set[int] = set()
@@ -447,6 +454,7 @@ def _run_all(
             used_ports=used_ports,
             progress=progress,
             on_point=on_point,
+            planner=planner,
         )
         total.outcomes += summary.outcomes
         total.skipped += summary.skipped

@@ -1,0 +1,135 @@
+"""``inferx run`` of a deployment on one machine, with test engines that record their argv.
+
+Every process is the scripted SSE server (tests/fake_engine.py): the engines
+get the role's mode in their argv, the router the engines' URLs, so what each
+was started with is checked on the processes that really ran.
+"""
+
+from __future__ import annotations
+
+import socket
+import types
+from pathlib import Path
+from typing import Any
+
+import fake_engine
+import pytest
+
+from inferx_core import LaunchSpec, hookimpl
+from inferx_core.config.models import RunConfig, ServerConfig
+from inferx_core.executors.deployment_run import deployment_launch_plan
+from inferx_core.pipeline.run import run_configs
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.platform import Platform
+from inferx_core.sdk.roles import RoleContext
+
+
+@hookimpl
+def inferx_engine_role_spec(
+    server: ServerConfig, platform: Platform, role: RoleContext
+) -> LaunchSpec | None:
+    """Engines: the fake server (a role's plugin_options can crash it); router: one more,
+    whose --model names the engines it fronts (what a router is started with)."""
+    if server.engine != fake_engine.ENGINE:
+        return None
+    if role.role == "router":
+        peers = ",".join(url for urls in role.peers.values() for url in urls)
+        server = server.model_copy(update={"served_model_name": server.name_served})
+        argv = fake_engine.build_argv(server.model_copy(update={"plugin_options": {}}))
+        labels = {"peers": peers}
+    else:
+        modes = server.plugin_options.get("role_modes", {})
+        opts = {**server.plugin_options, "mode": modes.get(role.role, "ok")}
+        argv = fake_engine.build_argv(server.model_copy(update={"plugin_options": opts}))
+        labels = {}
+    return LaunchSpec(
+        engine=fake_engine.ENGINE,
+        argv=tuple(argv),
+        host=server.host,
+        port=server.port,
+        env=dict(server.engine_env),
+        labels=labels,
+    )
+
+
+def pm() -> Any:
+    roles = types.ModuleType("fake_roles")
+    roles.inferx_engine_role_spec = inferx_engine_role_spec  # type: ignore[attr-defined]
+    return get_plugin_manager(
+        env={"INFERX_PLUGINS": ""}, extra_plugins=[("fake", fake_engine), ("fake-roles", roles)]
+    )
+
+
+def free_base_port(span: int = 4) -> int:
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port + span < 65535:
+            return port
+    raise RuntimeError("no port")
+
+
+def config(tmp_path: Path, **opts: Any) -> RunConfig:
+    return RunConfig.model_validate(
+        {
+            "engine": "fake",
+            "model": "org/tiny",
+            "plugin_options": opts,
+            "readiness_timeout_s": 60,
+            "stop_grace_s": 5,
+            "deployment": {
+                "kind": "disaggregated",
+                "port": free_base_port(),
+                "roles": [
+                    {"role": "prefill", "replicas": 2},
+                    {"role": "decode"},
+                    {"role": "router"},
+                ],
+            },
+            "workload": {"isl": 16, "osl": 4},
+            "load": {"concurrency": [2], "num_prompts": 4},
+            "output_dir": str(tmp_path / "results"),
+        }
+    )
+
+
+def test_a_deployment_runs_every_role_and_benchmarks_the_router(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    summary = run_configs([cfg], pm=pm(), platform=Platform(), planner=deployment_launch_plan)
+    (outcome,) = summary.outcomes
+    assert outcome.status == "ok", outcome.result
+    result = outcome.result.model_dump(mode="json")
+    launcher = result["provenance"]["launch"]["launcher"]
+    names = [p["name"] for p in launcher["processes"]]
+    assert names == ["prefill-0", "prefill-1", "decode-0", "router"]
+    ports = {p["name"]: p["port"] for p in launcher["processes"]}
+    base = cfg.deployment.port  # type: ignore[union-attr]
+    assert ports == {"prefill-0": base + 1, "prefill-1": base + 2, "decode-0": base + 3,
+                     "router": base}  # fmt: skip
+    assert launcher["endpoint"] == f"http://127.0.0.1:{base}"
+    assert launcher["gpus"]["by_role"]["router"] == 0
+    # every process wrote its own log, and the router was started with the engines' URLs
+    runs = cfg.output_dir / "servers"
+    (server_dir,) = runs.iterdir()
+    assert sorted(p.name for p in server_dir.iterdir() if p.is_dir()) == sorted(names)
+    router = launcher["processes"][-1]
+    assert router["url"] == launcher["endpoint"]
+
+
+def test_a_role_that_dies_fails_the_point_naming_the_role(tmp_path: Path) -> None:
+    cfg = config(tmp_path, role_modes={"decode": "crash_on_start"})
+    summary = run_configs([cfg], pm=pm(), platform=Platform(), planner=deployment_launch_plan)
+    (outcome,) = summary.outcomes
+    assert outcome.status != "ok"
+    text = str(outcome.result.model_dump(mode="json"))
+    assert "role decode" in text and fake_engine.CRASH_MESSAGE in text
+    # nothing left running: every engine's port is free again
+    for port in range(cfg.deployment.port, cfg.deployment.port + 4):  # type: ignore[union-attr]
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INFERX_CACHE_DIR", str(tmp_path / "cache"))

@@ -140,3 +140,14 @@ def test_the_quick_check_never_misses_what_redaction_would_change(text: str) -> 
         if redact_fields(data) != data:
             compact = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
             assert may_hold_secrets(compact), compact
+
+
+def test_a_database_role_name_is_not_a_secret_but_a_token_user_is() -> None:
+    """``postgresql://inferx@host/db`` names a role: registering "inferx" masked every
+    ``inferx_version`` in every file written after it."""
+    from inferx_core.config.secrets import url_credentials
+
+    assert url_credentials("postgresql://inferx@127.0.0.1:5432/inferx") == []
+    assert url_credentials("postgresql://inferx:s3cret-pw@h/db")[1:] == ["s3cret-pw", "s3cret-pw"]
+    assert url_credentials("see https://ghp_token123@github.com/x") == ["ghp_token123"] * 2
+    assert url_credentials("fhttps://notatoken@h") == []

@@ -108,18 +108,26 @@ def mask_url_credentials(text: str) -> str:
     return _URL_USERINFO.sub(f"://{REDACTED}@", text)
 
 
+# Schemes whose userinfo without a password is a token (``https://TOKEN@host``); for
+# a database (``postgresql://inferx@host/db``) it is a role name, which is no secret and
+# would otherwise be masked in every file ("inferx_version").
+_TOKEN_USER_SCHEMES = re.compile(r"(?i)(?<![a-z0-9+.-])(?:https?|wss?)://$")
+
+
 def url_credentials(text: str) -> list[str]:
-    """The credentials in the URLs of ``text``: each userinfo whole, and its password
-    (as written and percent-decoded); the user alone when there is no password (then it
-    is the token, as in ``https://TOKEN@host``)."""
+    """The credentials in the URLs of ``text``: each userinfo with a password whole, and
+    the password (as written and percent-decoded); for HTTP(S) and WebSocket URLs the user
+    alone when there is no password (then it is the token, as in ``https://TOKEN@host``)."""
     if "://" not in text or "@" not in text:
         return []
     out: list[str] = []
     for match in _URL_USERINFO.finditer(text):
         userinfo = match.group(1)
         user, _, password = userinfo.partition(":")
-        secret = password or user
-        out += [userinfo, secret, unquote(secret)]
+        if password:
+            out += [userinfo, password, unquote(password)]
+        elif _TOKEN_USER_SCHEMES.search(text, 0, match.start() + 3):
+            out += [user, unquote(user)]
     return out
 
 

@@ -129,6 +129,7 @@ def _fmt(value: Any) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     with _open(args) as db:
         if args.labels:
@@ -153,7 +154,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     for col in (*_LIST_COLUMNS, "labels"):
         table.add_column(col)
     for line in cells:
-        table.add_row(*line)
+        table.add_row(*(Text(str(c)) for c in line))  # data, never rich markup
     Console(soft_wrap=True).print(table)
     return 0
 

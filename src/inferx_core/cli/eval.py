@@ -98,7 +98,7 @@ def render_accuracy(section: AccuracySection, title: str) -> None:
     styles = {"passed": "green", "below_threshold": "red", "error": "red"}
     for task in section.tasks:
         table.add_row(
-            task.task,
+            Text(task.task),
             task.metric or "-",
             "-" if task.value is None else f"{task.value:.4f}",
             "-" if task.stderr is None else f"{task.stderr:.4f}",

@@ -164,6 +164,8 @@ def print_search_table(dirs: list[str], options: CostOptions, console: Console) 
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from inferx_core.report import write_report
     from inferx_core.report.table import print_table
 
@@ -178,7 +180,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     print_table(files.rows, console, title=args.title or "inferx report")
     print_search_table(args.dirs, cost_options(args), console)
     for warning in files.warnings:
-        console.print(f"[yellow]warning[/]: {warning}", markup=True, highlight=False)
+        console.print(f"[yellow]warning[/]: {escape(warning)}", highlight=False)
     for note in files.notes:
         console.print(f"note: {note}", markup=False, highlight=False)
     console.print(
@@ -201,7 +203,9 @@ def _ratio_cell(metric: dict[str, Any]) -> str:
 
 
 def render_comparison(comparison: Comparison, console: Console) -> None:
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from inferx_core.analysis.compare import METRICS
     from inferx_core.report.accuracy import print_accuracy_comparison
@@ -216,7 +220,7 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
     for point in comparison.points:
         cells = [_ratio_cell(m) for m in point["metrics"]]
         worse = any(m["verdict"] == "worse" for m in point["metrics"])
-        table.add_row(point["label"], *cells, style="red" if worse else None)
+        table.add_row(Text(point["label"]), *cells, style="red" if worse else None)
     console.print(table)
     print_accuracy_comparison(comparison.accuracy, console)
     if comparison.frontiers:
@@ -225,7 +229,7 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
             ft.add_column(col, justify="left" if col in ("scenario", "verdict") else "right")
         for f in comparison.frontiers:
             ft.add_row(
-                str(f["scenario"]),
+                Text(str(f["scenario"])),
                 f"{f['at']:g}",
                 "-" if f["a"] is None else f"{f['a']:,.1f}",
                 "-" if f["b"] is None else f"{f['b']:,.1f}",
@@ -257,10 +261,12 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
             shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
             console.print(f"unmatched in {label}: {shown}", markup=False, highlight=False)
     for line in comparison.regressions:
-        console.print(f"[red]worse[/]: {line}", highlight=False)
+        console.print(f"[red]worse[/]: {escape(line)}", highlight=False)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from inferx_core.analysis.compare import compare, load_side
     from inferx_core.errors import UserFacingError
 
@@ -284,6 +290,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         console = _console()
         for side in (a, b):
             for warning in side.loaded.warnings:
-                console.print(f"[yellow]warning[/] ({side.label}): {warning}", highlight=False)
+                console.print(
+                    f"[yellow]warning[/] ({escape(side.label)}): {escape(warning)}", highlight=False
+                )
         render_comparison(comparison, console)
     return 1 if args.fail_on_regression and comparison.regressions else 0

@@ -6,6 +6,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from rich.markup import escape as esc
+
 from inferx_core.report.dimensions import dimension_lines
 from inferx_core.results.model import PointResultBase
 from inferx_core.sdk.redact import redact_text
@@ -97,10 +99,11 @@ def accuracy_lines(result: PointResultBase) -> list[str]:
 def print_summary(results: Iterable[PointResultBase], console: Any = None, title: str = "") -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     # Off a terminal (CI logs, pipes) rich would wrap at 80 columns; keep rows whole.
     console = console or Console(width=None if sys.stdout.isatty() else 220)
-    table = Table(title=redact_text(title or "InferX results"))  # e.g. a base URL's password
+    table = Table(title=Text(redact_text(title or "InferX results")))  # e.g. a URL's password
     table.add_column("point")
     for header, _, _ in COLUMNS:
         table.add_column(header, justify="right")
@@ -108,23 +111,23 @@ def print_summary(results: Iterable[PointResultBase], console: Any = None, title
     rows = summary_rows(results)
     for result, row in zip(results, rows, strict=True):
         style = None if result.status == "ok" else "red"
-        table.add_row(*row, style=style)
+        table.add_row(*map(Text, row), style=style)  # cells are data, never rich markup
     console.print(table)
     if any(row[1 + _PER_GPU].endswith("*") for row in rows):
         console.print(ASSUMED_GPUS_NOTE, markup=False, highlight=False)
     for result in results:
         if result.failure_reason:
-            console.print(f"[red]{result.point_id}[/]: {result.failure_reason}")
+            console.print(f"[red]{esc(result.point_id)}[/]: {esc(result.failure_reason)}")
         if result.repeats is not None:
-            console.print(f"{result.point_id}: {repeat_line(result.repeats)}", highlight=False)
+            console.print(f"{esc(result.point_id)}: {repeat_line(result.repeats)}", highlight=False)
         for line in dimension_lines(result):
-            console.print(f"{result.point_id}: {line}", highlight=False)
+            console.print(f"{esc(result.point_id)}: {esc(line)}", highlight=False)
         for line in accuracy_lines(result):
             style = "green" if result.accuracy is not None and result.accuracy.ok else "red"
-            console.print(f"[{style}]{result.point_id}[/]: {line}", highlight=False)
+            console.print(f"[{style}]{esc(result.point_id)}[/]: {esc(line)}", highlight=False)
         if result.load is not None and result.load.output_tokens_estimated:
             console.print(
-                f"[yellow]{result.point_id}[/]: output tokens estimated from chunks "
+                f"[yellow]{esc(result.point_id)}[/]: output tokens estimated from chunks "
                 "(the server sent no usage)"
             )
 

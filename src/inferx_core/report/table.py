@@ -235,9 +235,10 @@ def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None, title: s
     """The summary table in the terminal (rich); failed points in red, frontier in bold."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = console or Console(width=None if sys.stdout.isatty() else 240)
-    table = Table(title=title or "InferX report")
+    table = Table(title=Text(title or "InferX report"))
     for header, field, fmt in SUMMARY_COLUMNS:
         table.add_column(
             header,
@@ -250,7 +251,7 @@ def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None, title: s
             style = "red"
         elif row.get("on_pareto"):
             style = "bold"
-        table.add_row(*cells, style=style)
+        table.add_row(*map(Text, cells), style=style)  # cells are data, never rich markup
     console.print(table)
     console.print(
         "GPUs: * = assumed (the result has no GPU count; tok/s/gpu divides total "

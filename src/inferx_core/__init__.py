@@ -268,6 +268,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from inferx_core.pipeline.bench_api import arun_bench, run_bench
     from inferx_core.results.files import read_result, write_json_atomic
     from inferx_core.results.model import parse_result
+    from inferx_core.sdk.argv_check import ArgvVerdict
     from inferx_core.sdk.engine import EngineInfo
     from inferx_core.sdk.evaluator import (
         AccuracyRecord,
@@ -303,7 +304,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         set_flag,
         tiny_completion_probe,
     )
-    from inferx_core.sdk.argv_check import ArgvVerdict
     from inferx_core.sdk.launch_spec import LaunchSpec, Mount, PreflightWait
     from inferx_core.sdk.launcher import Launcher, LauncherInfo, ServerHandle
     from inferx_core.sdk.manager import (

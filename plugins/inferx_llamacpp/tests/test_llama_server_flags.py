@@ -8,17 +8,14 @@ absence fails, elsewhere it skips with how to get it.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from inferx_core import LoadProfile, Platform, ServerConfig
-from inferx_llamacpp import plugin
+from inferx_llamacpp import argv_check, plugin
 from inferx_llamacpp.engine_paths import engine_dir, find_binary
-
-FLAG = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]*)")
 
 
 @pytest.fixture(scope="module")
@@ -34,26 +31,9 @@ def binary() -> Path:
 
 @pytest.fixture(scope="module")
 def help_flags(binary: Path) -> tuple[set[str], set[str]]:
-    """(every flag --help lists, the flags on lines that say DEPRECATED)."""
-    text = subprocess.run(
-        [str(binary), "--help"], capture_output=True, text=True, timeout=60, check=True
-    ).stdout
-    known: set[str] = set()
-    deprecated: set[str] = set()
-    for line in text.splitlines():
-        # "-np,   --parallel N      number of ...": the flag column is the leading
-        # segments (split at runs of spaces) that start with a dash
-        segments = re.split(r"\s{2,}", line.strip())
-        names = []
-        for segment in segments:
-            if not segment.startswith("-"):
-                break
-            names.append(segment)
-        flags = set(FLAG.findall(" ".join(names)))
-        known |= flags
-        if "deprecated" in line.lower():
-            deprecated |= flags
-    return known, deprecated
+    """(every flag --help lists, the flags on lines that say DEPRECATED): the plugin's own
+    reading, which ``inferx plan --check-args`` uses too."""
+    return argv_check.help_flags(binary)
 
 
 CONFIGS = {
@@ -89,3 +69,23 @@ def test_an_unknown_flag_fails_with_llama_servers_own_message(binary: Path) -> N
     )
     assert done.returncode != 0
     assert "--no-such-flag" in done.stdout + done.stderr
+
+
+def test_plan_check_args_asks_the_binary(binary: Path, tmp_path: Path) -> None:
+    """The same check for a user: `inferx plan --check-args` on a llama.cpp config."""
+    import json
+    import sys
+
+    def plan(**extra: object) -> subprocess.CompletedProcess[str]:
+        config = tmp_path / "llamacpp.json"
+        cfg = {"engine": "llamacpp", "model": "/m/x.gguf", "port": 8080, **extra}
+        config.write_text(json.dumps({**cfg, "executable": [str(binary)]}))
+        command = [sys.executable, "-m", "inferx_core.cli", "plan", str(config), "--check-args"]
+        return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+    done = plan()
+    assert done.returncode == 0, done.stderr
+    assert "argv accepted by llamacpp" in done.stdout
+    refused = plan(engine_args={"defrag-thold": 0.1})
+    assert refused.returncode == 2
+    assert "argv refused" in refused.stderr and "--defrag-thold" in refused.stderr

@@ -30,6 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from inferx_core import (
+    ArgvVerdict,
     EngineInfo,
     EngineMetricsMap,
     LaunchSpec,
@@ -43,6 +44,7 @@ from inferx_core import (
     set_flag,
     tiny_completion_probe,
 )
+from inferx_llamacpp import argv_check
 from inferx_llamacpp.engine_paths import BINARY_NAME, find_binary, model_cache_dir
 
 ENGINE = "llamacpp"
@@ -203,3 +205,9 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
             "busy_slots_per_decode": "llamacpp:n_busy_slots_per_decode",
         },
     )
+
+
+@hookimpl
+def inferx_engine_check_argv(spec: LaunchSpec) -> ArgvVerdict:
+    """llama-server's own --help, from the binary the launch runs (``inferx plan --check-args``)."""
+    return argv_check.check_launch(spec)

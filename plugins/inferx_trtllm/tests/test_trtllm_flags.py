@@ -8,8 +8,11 @@ environment, so the references are tables written from its source:
 CudaGraphConfig, MoeConfig: pydantic models with ``extra="forbid"``, so an
 unknown YAML key stops the engine at start). An argparse parser built from
 the flag table parses each representative argv whole; the YAML keys are
-checked against the field tables. Where tensorrt_llm is importable, the last
-test validates the YAML with its real models instead.
+checked against the field tables. These tables are not TensorRT-LLM's parser:
+its wheel (``tensorrt-llm``) needs CUDA's libraries to import and cannot be
+installed on InferX's CPU-only test machines, so no TensorRT-LLM code reads
+this argv in ``make test`` (docs/engines.md says so); a test that would only
+run where tensorrt_llm imports was removed, as a check that never runs.
 """
 
 from __future__ import annotations
@@ -175,11 +178,3 @@ def test_own_flags_and_aliases_are_in_the_table() -> None:
     }
     assert own <= FLAGS
     assert set(plugin.ALIASES) <= FLAGS and set(plugin.ALIASES.values()) <= FLAGS
-
-
-def test_against_the_real_llm_args_when_tensorrt_llm_is_installed() -> None:
-    llm_args = pytest.importorskip("tensorrt_llm.llmapi.llm_args", reason="no tensorrt_llm")
-    for name, config in CONFIGS.items():
-        data = yaml_of(config)
-        llm_args.TorchLlmArgs(model=config.model, **data)  # extra="forbid": raises on a typo
-        assert name

@@ -1,11 +1,14 @@
 """Result data is text in the HTML report and its plots, never markup: hostile strings in
-every field that reaches the page run no script in a real Chromium and show as written;
+every field that reaches the page (the buyer's table of capacity searches included) run
+no script in a real Chromium and show as written;
 in the matplotlib plots, dollars are not mathtext (a malformed formula cannot fail the
 report, a price "$2 and $3" keeps its dollars)."""
 
 from __future__ import annotations
 
 import asyncio
+import html
+import json
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +43,48 @@ async def _look(chromium: str, page: Path, profile: Path) -> dict[str, Any]:
                 ".map(r => r.dataset.point)"
             ),
             "meta": await b.evaluate("document.querySelector('p.meta').textContent"),
+            "search": await b.evaluate("document.getElementById('search').textContent"),
+            "searches": await b.evaluate(
+                "Array.from(document.querySelectorAll('#search tr[data-search]'))"
+                ".map(r => r.dataset.search)"
+            ),
+            "search_notes": await b.evaluate("document.getElementById('search-notes').textContent"),
         }
+
+
+#: A capacity search's summary with a hostile value in every text field the page shows.
+SEARCH_FIELDS = ("search", "slo", "bound", "reason", "knee")
+
+
+def hostile_s(field: str) -> str:
+    """The hostile value of a search summary's ``field`` (as ``hostile`` for results)."""
+    return PAYLOADS[SEARCH_FIELDS.index(field) % len(PAYLOADS)] + field
+
+
+def hostile_search(folder: Path) -> Path:
+    """``folder/search/<id>.json``: a budget-stopped search, each shown string hostile."""
+    evidence = {
+        "level": 4, "state": "pass", "score": 0.5, "spread": [0.4, 0.6], "runs": 2,
+        "uncertain": False, "binding": hostile_s("bound"), "point_id": hostile("point"),
+    }  # fmt: skip
+    summary = {
+        "search_id": hostile_s("search"), "server_id": None, "over": "concurrency",
+        "slo": hostile_s("slo"), "limits": {"ttft_ms": 50}, "goodput_target": 0.99,
+        "status": "budget", "reason": hostile_s("reason"), "capacity": 4,
+        "capacity_point_id": hostile("point"), "binding_slo": hostile_s("bound"),
+        "last_pass": evidence, "first_fail": None, "probes": [evidence], "runs": 2,
+        "noise_band": 0.1, "at_capacity": {"request_goodput": 3.5},
+        "knee": {"level": 4, "next_level": 8, "reason": hostile_s("knee")},
+    }  # fmt: skip
+    (folder / "search").mkdir(parents=True, exist_ok=True)
+    path = folder / "search" / "hostile.json"
+    path.write_text(json.dumps(summary))
+    return path
 
 
 def test_hostile_results_are_text_in_the_report_in_chromium(chromium: str, tmp_path: Path) -> None:
     folder = hostile_results(tmp_path / PAYLOADS[2].replace("/", "") / "results")
+    hostile_search(folder)
     imported = tmp_path / "imported"  # the report reads an aggregate once imported
     assert main(["import", str(folder / "agg_hostile.json"), "--output", str(imported)]) == 0
     files = write_report([folder, imported], tmp_path / "report", title=TITLE)
@@ -57,6 +97,25 @@ def test_hostile_results_are_text_in_the_report_in_chromium(chromium: str, tmp_p
     assert sorted(seen["rows"]) == sorted([hostile("point"), "plain-c16", "bad-c64", "hostile-c8"])
     for field in ("point", "hardware", "hw", "engine", "precision"):
         assert hostile(field) in seen["table"], field
+    assert seen["searches"] == [hostile_s("search")]  # the buyer's table: one row, as text
+    for field in ("search", "slo", "bound"):
+        assert hostile_s(field) in seen["search"], field
+    assert hostile_s("reason") in seen["search_notes"]
+
+
+def test_the_buyers_table_in_the_page_is_escaped_text(tmp_path: Path) -> None:
+    """Without a browser: the search table is on the page, every hostile value escaped."""
+    folder = hostile_results(tmp_path / "results")
+    hostile_search(folder)
+    files = write_report([folder], tmp_path / "report", plots=False)
+    [row] = files.search
+    assert row["search_id"] == hostile_s("search") and row["capacity"] == 4
+    page = files.html.read_text()
+    assert '<table class="search" id="search">' in page
+    for field in ("search", "slo", "bound", "reason"):
+        assert html.escape(hostile_s(field)) in page, field
+    for payload in PAYLOADS[:3] + PAYLOADS[5:6]:
+        assert payload not in page  # never raw markup
 
 
 @pytest.fixture

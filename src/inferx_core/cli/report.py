@@ -151,18 +151,6 @@ def default_output(dirs: list[str]) -> Path:
     return Path("report")
 
 
-def print_search_table(dirs: list[str], options: CostOptions, console: Console) -> None:
-    """The buyer's table of the capacity searches under ``dirs``, cheapest at SLO first."""
-    from inferx_core.report.search import search_rows, search_table_text
-    from inferx_core.results.read import load_results
-    from inferx_core.results.search_files import load_search_summaries
-
-    summaries, _ = load_search_summaries(dirs)
-    if summaries:
-        rows = search_rows(summaries, load_results(dirs).results, options)
-        search_table_text(rows, console)
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
@@ -178,7 +166,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0
     console = _console()
     print_table(files.rows, console, title=args.title or "inferx report")
-    print_search_table(args.dirs, cost_options(args), console)
+    if files.search:  # the buyer's table: capacity at SLO, cheapest first
+        from inferx_core.report.search import search_table_text
+
+        search_table_text(files.search, console)
     for warning in files.warnings:
         console.print(f"[yellow]warning[/]: {escape(warning)}", highlight=False)
     for note in files.notes:

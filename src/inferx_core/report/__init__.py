@@ -31,8 +31,10 @@ from inferx_core.analysis.points import build_rows
 from inferx_core.config.points import slug
 from inferx_core.report import html as html_page
 from inferx_core.report.accuracy import accuracy_rows, add_accuracy, write_accuracy_csv
+from inferx_core.report.search import search_rows
 from inferx_core.report.table import write_csv
 from inferx_core.results.read import LoadedResults, load_results, read_jsonl, telemetry_sidecar
+from inferx_core.results.search_files import load_search_summaries
 
 __all__ = ["ReportFiles", "report_notes", "write_report"]
 
@@ -56,6 +58,7 @@ class ReportFiles:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     accuracy_csv: Path | None = None
+    search: list[dict[str, Any]] = field(default_factory=list)  # the buyer's table
 
 
 def report_notes(
@@ -222,6 +225,9 @@ def write_report(
     accuracy = accuracy_rows(rows, loaded.results)
     accuracy_csv = write_accuracy_csv(accuracy, output / ACCURACY_CSV_NAME) if accuracy else None
     notes, warnings = report_notes(rows, loaded)
+    summaries, unread = load_search_summaries(paths)
+    searched = search_rows(summaries, loaded.results, options)
+    warnings += [f"{path}: {why}" for path, why in unread]
     figures: list[html_page.Figure] = []
     timeline_figs: list[html_page.Figure] = []
     if plots and rows:
@@ -238,6 +244,7 @@ def write_report(
         warnings=warnings,
         csv_name=CSV_NAME,
         accuracy=accuracy,
+        search=searched,
     )
     html_path = html_page.write_html(page, output / HTML_NAME)
     return ReportFiles(
@@ -251,4 +258,5 @@ def write_report(
         notes=notes,
         warnings=warnings,
         accuracy_csv=accuracy_csv,
+        search=searched,
     )

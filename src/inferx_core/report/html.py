@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.report.accuracy import accuracy_html
+from inferx_core.report.search import search_table_html
 from inferx_core.report.table import SUMMARY_COLUMNS, summary_cells
 from inferx_core.results.files import utc_now, write_text_atomic
 
@@ -34,6 +35,9 @@ table.points { border-collapse: collapse; font-size: 12px; }
 table.points th, table.points td { border: 1px solid #ddd; padding: 3px 6px; white-space: nowrap; }
 table.points th { background: #f3f3f3; position: sticky; top: 0; }
 table.points td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.search { border-collapse: collapse; font-size: 12px; }
+table.search th, table.search td { border: 1px solid #ddd; padding: 3px 6px; }
+table.search th { background: #f3f3f3; }
 tr.failed td { color: #b00020; }
 tr.pareto td { font-weight: 600; }
 .scroll { overflow-x: auto; }
@@ -72,6 +76,7 @@ class PageContent:
     warnings: list[str] = field(default_factory=list)
     csv_name: str | None = None
     accuracy: Sequence[Mapping[str, Any]] = ()  # report.accuracy.accuracy_rows
+    search: Sequence[Mapping[str, Any]] = ()  # report.search.search_rows: the buyer's table
 
 
 def _img(fig: Figure) -> str:
@@ -142,6 +147,8 @@ def render(content: PageContent) -> str:
         items = [f'<li class="warn">{html.escape(w)}</li>' for w in content.warnings]
         items += [f"<li>{html.escape(n)}</li>" for n in content.notes]
         parts.append(f'<ul class="notes">{"".join(items)}</ul>')
+    if content.search:  # the answer first: capacity at SLO per server configuration
+        parts.append(search_table_html(content.search))
     if content.figures:
         parts.append("<h2>Plots</h2>")
         parts.append(_img(content.figures[0]))  # the Pareto chart, accuracy beside it

@@ -112,11 +112,22 @@ def search_table_html(rows: Sequence[dict[str, Any]]) -> str:
         return ""
     head = "".join(f"<th>{html.escape(h)}</th>" for h, _, _ in SEARCH_COLUMNS)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_cell(r, k, f))}</td>" for _, k, f in SEARCH_COLUMNS)
+        f'<tr data-search="{html.escape(str(r["search_id"]), quote=True)}">'
+        + "".join(f"<td>{html.escape(_cell(r, k, f))}</td>" for _, k, f in SEARCH_COLUMNS)
         + "</tr>"
         for r in rows
     )  # fmt: skip
+    unfound = "".join(
+        '<li class="warn">' + html.escape(f"{r['search_id']}: {r['reason']}") + "</li>"
+        for r in rows
+        if r["status"] != "found" and r.get("reason")
+    )
     return (
-        "<h2>Capacity at SLO (cheapest first)</h2>"
-        f'<table class="search"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+        '<h2 id="search-heading">Capacity at SLO (cheapest first)</h2>'
+        '<p class="meta">One capacity search per server configuration (docs/search.md): '
+        "the most load at which the SLO still holds; evidence: the last passing and the "
+        "first failing probe, with their spreads.</p>"
+        '<div class="scroll"><table class="search" id="search">'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+        + (f'<ul class="notes" id="search-notes">{unfound}</ul>' if unfound else "")
     )

@@ -20,7 +20,7 @@ from inferx_core.config.models import RunConfig, ServerConfig
 from inferx_core.executors.deployment_run import deployment_launch_plan
 from inferx_core.pipeline.run import run_configs
 from inferx_core.sdk.manager import get_plugin_manager
-from inferx_core.sdk.platform import Platform
+from inferx_core.sdk.platform import Accelerator, Platform
 from inferx_core.sdk.roles import RoleContext
 
 
@@ -49,6 +49,7 @@ def inferx_engine_role_spec(
         port=server.port,
         env=dict(server.engine_env),
         labels=labels,
+        gpu_ids=() if role.role == "router" else tuple(server.gpu_ids or ()),
     )
 
 
@@ -128,6 +129,25 @@ def test_a_role_that_dies_fails_the_point_naming_the_role(tmp_path: Path) -> Non
     for port in range(cfg.deployment.port, cfg.deployment.port + 4):  # type: ignore[union-attr]
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))
+
+
+def test_per_gpu_figures_divide_by_prefill_and_decode_gpus_never_the_router(
+    tmp_path: Path,
+) -> None:
+    """Two prefill GPUs and one decode GPU on a 3-GPU machine: the InferenceX split."""
+    cfg = config(tmp_path)
+    gpus = tuple(Accelerator(vendor="nvidia", index=i, name="NVIDIA H200") for i in range(3))
+    summary = run_configs(
+        [cfg], pm=pm(), platform=Platform(accelerators=gpus), planner=deployment_launch_plan
+    )
+    (outcome,) = summary.outcomes
+    assert outcome.status == "ok", outcome.result
+    flat = outcome.result.flat()
+    assert (flat["num_prefill_gpus"], flat["num_decode_gpus"], flat["num_gpus"]) == (2, 1, 3)
+    total, output = flat["total_token_throughput"], flat["output_throughput"]
+    assert flat["tput_per_gpu"] == pytest.approx(total / 3)
+    assert flat["output_tput_per_gpu"] == pytest.approx(output / 1)
+    assert flat["input_tput_per_gpu"] == pytest.approx((total - output) / 2)
 
 
 @pytest.fixture(autouse=True)

@@ -92,3 +92,47 @@ def test_per_gpu_figures_add_up(prefill: int, decode: int, total: float, share: 
     agg = inferencex_aggregate(vllm, resolve_metadata(make_model("p", concurrency=64), sets))
     assert agg["tput_per_gpu"] * (prefill + decode) == pytest.approx(total)
     assert agg["input_tput_per_gpu"] * prefill == pytest.approx(total * (1 - share))
+
+
+def deployed(deployment: dict, parallelism: dict | None = None):
+    """A result whose recorded run config has ``deployment:`` (what ``inferx run`` writes)."""
+    model = make_model("p", concurrency=64)
+    config = {**(model.provenance.config or {}), "deployment": deployment}
+    config["parallelism"] = parallelism or {"tp": 1}
+    return model.model_copy(
+        update={"provenance": model.provenance.model_copy(update={"config": config})}
+    )
+
+
+def test_a_disaggregated_deployment_gives_every_role_field_from_its_config() -> None:
+    result = deployed(
+        {
+            "kind": "disaggregated",
+            "roles": [
+                {"role": "prefill", "replicas": 2, "parallelism": {"tp": 4}},
+                {"role": "decode", "parallelism": {"tp": 8, "ep": 8, "dp_attention": True}},
+                {"role": "router"},
+            ],
+        }
+    )
+    meta = resolve_metadata(result, BASE)  # no --set of any role field
+    agg = inferencex_aggregate(VLLM, meta)
+    assert agg["is_multinode"] is True and agg["disagg"] is True
+    assert (agg["prefill_num_workers"], agg["prefill_tp"], agg["num_prefill_gpu"]) == (2, 4, 8)
+    assert (agg["decode_tp"], agg["decode_ep"], agg["decode_dp_attention"]) == (8, 8, "true")
+    assert agg["num_decode_gpu"] == 8  # the router counts none
+    assert expected_gpus(meta) == 16
+
+
+def test_replicas_behind_a_router_divide_by_every_replica_gpu() -> None:
+    """wide_ep x2 of TP 2: the multi-node aggregate without decode workers, over 4 GPUs;
+    the single-node branch would divide by one replica's TP."""
+    result = deployed(
+        {"kind": "wide_ep", "roles": [{"role": "both", "replicas": 2}, {"role": "router"}]},
+        {"tp": 2},
+    )
+    agg = inferencex_aggregate(VLLM, resolve_metadata(result, BASE))
+    assert agg["is_multinode"] is True and agg["disagg"] is False
+    assert (agg["num_prefill_gpu"], agg["num_decode_gpu"], agg["prefill_num_workers"]) == (4, 0, 2)
+    assert agg["tput_per_gpu"] == pytest.approx(15000.5 / 4)
+    assert agg["output_tput_per_gpu"] == pytest.approx(12000.0 / 4)

@@ -173,4 +173,5 @@ def deployment_launch_plan(
     )
     server = endpoint.server.model_copy(update={"host": _local(endpoint.context.host)})
     launcher: Launcher = DeploymentLauncher(plan, pm)
-    return LaunchPlan(cfg, server, resolved, launcher, plan.run_dir)
+    split = plan.gpus()["summarize"]
+    return LaunchPlan(cfg, server, resolved, launcher, plan.run_dir, gpu_split=split)

@@ -159,7 +159,7 @@ def known_from_result(result: PointResultBase) -> dict[str, Any]:
     tp = par.get("tp") or (result.throughput.num_gpus if result.throughput else None)
     launch = prov.launch or {}
     model = str(prov.model_id or config.get("model") or "")
-    roles = _role_gpus(result)
+    roles = _deployment_roles(config.get("deployment"), par) or _role_gpus(result)
     return roles | {
         "hw": _hardware(prov.platform),
         "framework": _FRAMEWORKS.get(str(engine), engine) if engine else None,
@@ -186,6 +186,45 @@ def _role_gpus(result: PointResultBase) -> dict[str, Any]:
         "prefill_gpus": tput.num_prefill_gpus,
         "decode_gpus": tput.num_decode_gpus,
     }
+
+
+def _role_shape(role: str, group: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
+    par = group.get("parallelism") or base
+    tp, pp, dp = (int(par.get(k) or 1) for k in ("tp", "pp", "dp"))
+    return {
+        f"{role}_num_workers": int(group.get("replicas") or 1),
+        f"{role}_tp": tp,
+        f"{role}_pp": pp,
+        f"{role}_ep": int(par.get("ep") or 1),
+        f"{role}_dp_attention": str(bool(par.get("dp_attention"))).lower(),
+        f"{role}_gpus": int(group.get("replicas") or 1) * tp * pp * dp,
+    }
+
+
+def _deployment_roles(
+    deployment: Mapping[str, Any] | None, base: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A deployment's roles as InferenceX's multi-node fields.
+
+    Disaggregated: prefill and decode as they are. Replicas without
+    disaggregation (``wide_ep``'s ``both``) are InferenceX's multi-node
+    aggregate without decode workers: every GPU counts as a prefill GPU and
+    ``decode_gpus`` is 0, so the per-GPU figures divide by every replica's GPUs.
+    The router counts no GPU.
+    """
+    if not isinstance(deployment, Mapping):
+        return {}
+    groups = {g.get("role"): g for g in deployment.get("roles") or () if isinstance(g, Mapping)}
+    disagg = deployment.get("kind") == "disaggregated"
+    out: dict[str, Any] = {"multinode": True, "disagg": disagg}
+    if disagg:
+        for role in ("prefill", "decode"):
+            out |= _role_shape(role, groups.get(role) or {}, base)
+    else:
+        out |= _role_shape("prefill", groups.get("both") or {}, base)
+        out |= {"decode_gpus": 0, "decode_num_workers": 0, "decode_tp": 0, "decode_ep": 0}
+        out["decode_dp_attention"] = "false"
+    return out
 
 
 def _needed(key: str, multinode: bool) -> bool:

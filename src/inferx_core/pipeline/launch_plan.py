@@ -29,6 +29,9 @@ class LaunchPlan:
     resolved: ResolvedLaunch
     launcher: Launcher
     run_dir: Path
+    #: What per-GPU figures divide by when it is not the launch's GPUs: a deployment's
+    #: prefill/decode split, never its router (``GpuAccounting.summarize_kwargs``).
+    gpu_split: dict[str, int] | None = None
 
     @property
     def server_id(self) -> str:

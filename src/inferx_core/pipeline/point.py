@@ -10,7 +10,7 @@ atomically. The Python API is :func:`run_bench`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -88,12 +88,16 @@ def _point_metrics(
     slo: SLO,
     percentiles: list[float] | None,
     usage_note: str | None = None,
+    gpu_split: Mapping[str, int] | None = None,
 ) -> PointMetrics:
+    """``gpu_split`` (a deployment's ``num_prefill_gpus``/``num_decode_gpus`` or ``num_gpus``)
+    replaces ``num_gpus`` when given."""
+    gpus = dict(gpu_split) if gpu_split else {"num_gpus": num_gpus}
     flat = summarize(
         result.records,
         window_start_ns=result.window_start_ns,
         window_end_ns=max(result.window_end_ns, result.window_start_ns + 1),
-        num_gpus=num_gpus,
+        **gpus,
         slos=slo.as_dict() or None,
         percentiles=percentiles or [50.0, 90.0, 99.0, 99.9],
     )
@@ -285,6 +289,7 @@ def run_point(
     num_gpus_reason: str | None = None,
     telemetry: TelemetryPlan | None = None,
     validity_limits: ValidityLimits | None = None,
+    gpu_split: Mapping[str, int] | None = None,
 ) -> PointOutcome:
     """Run one load point and write its result (when ``output_dir`` is given).
 
@@ -307,7 +312,7 @@ def run_point(
     mask_records([*drive.result.records, *drive.result.warmup_records])
     metrics = _point_metrics(
         drive.result, num_gpus=num_gpus, num_gpus_reason=num_gpus_reason, slo=slo,
-        percentiles=percentiles, usage_note=target.continuous_usage_note,
+        percentiles=percentiles, usage_note=target.continuous_usage_note, gpu_split=gpu_split,
     )  # fmt: skip
     measured = Measured(
         metrics=metrics,

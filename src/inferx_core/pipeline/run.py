@@ -286,6 +286,7 @@ class _ServerSession:
                 failure_details=self.failure_details,
                 progress=progress,
                 num_gpus_reason=None if num_gpus else "the engine uses no GPU (CPU build)",
+                gpu_split=self.plan.gpu_split if num_gpus else None,
                 telemetry=telemetry,
                 validity_limits=cfg.validity,
             )

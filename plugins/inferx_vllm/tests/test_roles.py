@@ -320,3 +320,26 @@ def test_role_launches_with_the_real_plugin() -> None:
     ]
     assert router.gpu_ids == ()
     assert endpoint(launches) == "http://n0:9000"
+
+
+def test_the_router_is_ready_by_a_completion_through_it_not_by_its_model_list() -> None:
+    """sglang-router lists vLLM workers' model as ``unknown`` (it asks SGLang's own
+    /get_model_info), so waiting for the served name there would never end."""
+    from inferx_vllm import plugin
+
+    pm = get_plugin_manager(env={"INFERX_PLUGINS": "vllm"})
+    deployment = Deployment.model_validate(
+        {"kind": "wide_ep", "roles": [{"role": "both", "replicas": 2}, {"role": "router"}]}
+    )
+    base = server(host="127.0.0.1", port=None)
+    launches = role_launches(pm, base, deployment, Platform(), ["h", "h"])
+    paths = {
+        la.context.role: [
+            p.path for p in plugin.inferx_engine_readiness(server=la.server, spec=la.spec)
+        ]
+        for la in launches
+    }
+    assert paths == {
+        "both": ["/health", "/v1/models", "/v1/completions"],
+        "router": ["/health", "/v1/completions"],
+    }

@@ -131,11 +131,16 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
 
 @hookimpl
 def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe]:
+    """A deployment's router (label ``role: router``) answers ``/v1/models`` itself, from what
+    it learned of the workers (sglang-router lists vLLM workers as ``unknown``: it asks
+    SGLang's ``/get_model_info``); a completion through it is what proves it routes."""
+    listed = ReadinessProbe(
+        name="model listed", path="/v1/models", expect_in_body="{served_model_name}"
+    )
+    router = spec is not None and spec.labels.get("role") == "router"
     return [
         ReadinessProbe(name="health", path="/health"),
-        ReadinessProbe(
-            name="model listed", path="/v1/models", expect_in_body="{served_model_name}"
-        ),
+        *([] if router else [listed]),
         tiny_completion_probe("tiny completion"),
     ]
 

@@ -64,6 +64,18 @@ class Plan:
     skipped: dict[str, str] = field(default_factory=dict)  # server id -> why
 
 
+def refuse_deployment(cfg: RunConfig, sid: str) -> None:
+    """A job's runner starts one server per configuration: a ``deployment:`` given to it
+    would run as one monolithic server, silently. Until jobs start every process of a
+    deployment on its nodes (docs/multinode.md, "What is left"), it is refused."""
+    if cfg.deployment is not None:
+        raise UserFacingError(
+            f"{sid}: a deployment ({cfg.deployment.kind}) cannot be run by an executor yet: "
+            "its job would start one server, not every role; run it on this machine "
+            "(inferx run without --executor)"
+        )
+
+
 def plan_units(configs: list[RunConfig], output_dir: Path | None) -> Plan:
     """Units for every configuration that still has a point to measure (resume semantics)."""
     plan = Plan()
@@ -75,6 +87,7 @@ def plan_units(configs: list[RunConfig], output_dir: Path | None) -> Plan:
                 f"two server configurations share the id {sid!r}; give them distinct `name:`s"
             )
         seen.add(sid)
+        refuse_deployment(cfg, sid)
         out = Path(output_dir or cfg.output_dir).resolve()
         pids = [pid for _, pid in point_ids(cfg)]
         todo = [pid for pid in pids if not is_complete(out, pid)]

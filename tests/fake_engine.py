@@ -19,6 +19,9 @@ Register it in-process::
     the SSE server's timing (default 0).
 ``die_after_s``
     seconds after the first generation request for mode ``die_after_s`` (default 2).
+``max_concurrent``
+    the SSE server serves at most this many generations at once; the rest wait (a
+    known capacity for the capacity search).
 
 It also offers two fixes, ``fake-unbuffered-log`` (applies to engine ``fake``:
 sets PYTHONUNBUFFERED=1) and ``fake-never`` (never applies), so results carry
@@ -67,7 +70,9 @@ sse_server.main(sys.argv[1:])
 def sse_server_args(server: ServerConfig) -> list[str]:
     """The SSE server's own arguments (after the module/script)."""
     opts = server.plugin_options
+    capacity = opts.get("max_concurrent")
     return [
+        *(["--max-concurrent", str(int(capacity))] if capacity is not None else []),
         "--host",
         server.host,
         "--port",

@@ -39,13 +39,3 @@ def test_bad_search_flags_are_one_line_errors(
     assert main(argv) == 2
     assert needle in capsys.readouterr().err
 
-
-def test_a_run_config_with_search_is_refused_not_ignored(tmp_path: Path) -> None:
-    from inferx_core.config.models import RunConfig
-    from inferx_core.config.search import SearchNotRunHere
-    from inferx_core.pipeline.run import run_configs
-
-    cfg = RunConfig(engine="vllm", model="m", search={"over": "rate", "slo": {"ttft_ms": 9}})
-    with pytest.raises(SearchNotRunHere, match="inferx bench CONFIG --search"):
-        run_configs([cfg], output_dir=tmp_path)
-    assert not any(tmp_path.iterdir())

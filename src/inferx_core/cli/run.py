@@ -340,6 +340,7 @@ def _execute(
         planner=deployment_launch_plan,
     )
     print_summary([o.result for o in summary.outcomes], title="inferx run")
+    unanswered = print_searches(summary)
     if summary.skipped:
         print(f"skipped (already complete, --resume): {', '.join(summary.skipped)}")
     folders = sorted({str(output or c.output_dir) for c in configs})
@@ -350,7 +351,18 @@ def _execute(
     for message in eval_failed:
         sys.stderr.write(message + "\n")
     failed = failed_points(summary.outcomes, args)
-    return 0 if not (failed or export_failed or inaccurate or eval_failed) else 1
+    return 0 if not (failed or export_failed or inaccurate or eval_failed or unanswered) else 1
+
+
+def print_searches(summary: Any) -> list[str]:
+    """The capacity searches' answers (``search:``); the ids of those without one."""
+    if not summary.searches:
+        return []
+    from inferx_core.report.search import search_rows, search_table_text
+
+    search_table_text(search_rows(summary.searches, [o.result for o in summary.outcomes]))
+    answered = ("found", "above_max", "below_min")  # as `inferx bench --search`
+    return [s.search_id for s in summary.searches if s.status not in answered]
 
 
 def with_repeats(configs: list[RunConfig], repeats: int | None) -> list[RunConfig]:

@@ -17,12 +17,10 @@ from pydantic import Field, field_validator, model_validator
 
 from inferx_core.config.base import StrictModel
 from inferx_core.config.bounds import MAX_CONCURRENCY, MAX_REPEATS
-from inferx_core.errors import UserFacingError
 
 __all__ = [
     "PER_REQUEST_LIMITS",
     "SearchConfig",
-    "SearchNotRunHere",
     "percentile_limit_parts",
 ]
 
@@ -158,14 +156,3 @@ class SearchConfig(StrictModel):
             parts.append(f"{self.goodput:.4g} of requests: {limits}")
         parts += [f"{k}<={v:g}" for k, v in self.percentile_limits().items()]
         return f"{self.over}, " + "; ".join(parts)
-
-
-class SearchNotRunHere(UserFacingError):
-    """A ``search:`` section where the command does not search (yet): refused, not ignored."""
-
-    def __init__(self, where: str) -> None:
-        super().__init__(
-            f"{where}: `search:` is run by `inferx bench --search` against a running server; "
-            "`inferx run` does not search yet: drop `search:` here, or launch the server "
-            "and use `inferx bench CONFIG --search concurrency --slo ...`"
-        )

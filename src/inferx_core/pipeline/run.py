@@ -18,7 +18,6 @@ from typing import Any
 
 from inferx_core.config.models import RunConfig
 from inferx_core.config.points import LoadPoint, point_ids
-from inferx_core.config.search import SearchNotRunHere
 from inferx_core.errors import UserFacingError
 from inferx_core.launch.interrupts import engine_running, handle_interrupts
 from inferx_core.launch.preflight import run_preflight
@@ -33,6 +32,7 @@ from inferx_core.launch.readiness import (
 )
 from inferx_core.launch.resolve import cpu_split
 from inferx_core.load.client_load import pinned
+from inferx_core.metrics.search_model import SearchSummary
 from inferx_core.pipeline.assemble import PointSource, never_ran_result
 from inferx_core.pipeline.evals import run_evals
 from inferx_core.pipeline.inputs import InputError, check_server_context, check_workload_files
@@ -41,6 +41,7 @@ from inferx_core.pipeline.output_lock import output_lock
 from inferx_core.pipeline.point import BenchTarget, PointOutcome, run_point
 from inferx_core.pipeline.repeats import combine, repeat_dir
 from inferx_core.pipeline.requests import continuous_usage_for
+from inferx_core.pipeline.run_search import check_run_searchable, search_on_server, search_todo
 from inferx_core.results.files import (
     ResultWriteError,
     ensure_writable,
@@ -67,6 +68,7 @@ class RunSummary:
 
     outcomes: list[PointOutcome] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    searches: list[SearchSummary] = field(default_factory=list)  # one per searched server
 
     @property
     def failed(self) -> list[PointOutcome]:
@@ -88,8 +90,10 @@ class _ServerSession:
         output_dir: Path,
         summary: RunSummary,
         on_point: Callable[[PointOutcome], None] | None,
+        resume: bool = False,
     ) -> None:
         self.plan = plan
+        self.resume = resume  # a search reuses its complete probes
         self.pm = pm
         self.platform = platform
         self.output_dir = output_dir
@@ -223,6 +227,13 @@ class _ServerSession:
         num_gpus = len(gpu_ids) or None  # CPU engines: per-GPU figures stay null
         if not self.fits_context(todo):
             return
+        if cfg.search is not None:  # one capacity search: its probes are this server's points
+            run = search_on_server(
+                self, cfg, self.target(), telemetry=telemetry, num_gpus=num_gpus,
+                progress=progress, resume=self.resume, on_skip=self.summary.skipped.append,
+            )  # fmt: skip
+            self.summary.searches.append(run.summary)
+            return
         repeats = cfg.load.repeats
         rounds: dict[str, list[PointOutcome]] = {}
         for k in range(1, repeats + 1):
@@ -264,15 +275,10 @@ class _ServerSession:
     ) -> PointOutcome | None:
         """One run of one point; a failure is written with its reason (None returned)."""
         assert self.handle is not None
-        cfg, server, handle = self.plan.cfg, self.plan.server, self.handle
+        cfg = self.plan.cfg
         try:
             return run_point(
-                BenchTarget(
-                    handle.base_url,
-                    server.name_served,
-                    server.auth_headers(),
-                    **_usage_fields(engine_registry(self.pm).get(server.engine).info),
-                ),
+                self.target(),
                 point,
                 workload=cfg.workload,
                 load=cfg.load,
@@ -297,6 +303,15 @@ class _ServerSession:
             reason = f"{type(exc).__name__}: {exc}"
             self.write_failed(reason, [(point, pid)], engine_log_tail=self.log_tail())
             return None
+
+    def target(self) -> BenchTarget:
+        """The launched engine as the load's target."""
+        assert self.handle is not None
+        server = self.plan.server
+        info = engine_registry(self.pm).get(server.engine).info
+        return BenchTarget(
+            self.handle.base_url, server.name_served, server.auth_headers(), **_usage_fields(info)
+        )
 
     def close(self) -> None:
         """Stop the engine (idempotent); a second Ctrl-C during the grace kills it at once."""
@@ -375,11 +390,14 @@ def run_server(
     ``planner`` makes the launch (a deployment's comes from the executors layer)."""
     summary = RunSummary()
     todo = []
-    for point, pid in point_ids(cfg):
-        if resume and is_complete(output_dir, pid):
-            summary.skipped.append(pid)
-        else:
-            todo.append((point, pid))
+    if cfg.search is not None:  # launched every time: --resume reuses its complete probes
+        todo = search_todo(cfg)
+    else:
+        for point, pid in point_ids(cfg):
+            if resume and is_complete(output_dir, pid):
+                summary.skipped.append(pid)
+            else:
+                todo.append((point, pid))
     if not todo:
         return summary
     used_ports = used_ports if used_ports is not None else set()
@@ -387,7 +405,7 @@ def run_server(
     used_ports.add(port)
     plan = planner(cfg, pm, platform, port=port, output_dir=output_dir)
     ensure_writable(output_dir)  # before the engine starts, not after its first point
-    session = _ServerSession(plan, pm, platform, output_dir, summary, on_point)
+    session = _ServerSession(plan, pm, platform, output_dir, summary, on_point, resume)
     try:
         check_workload_files(cfg.workload)  # a bad dataset fails here, not after a 30 s launch
     except UserFacingError as exc:
@@ -416,9 +434,7 @@ def run_configs(
     folder is held for the run (``OutputFolderBusy`` when another run writes there);
     ``lock_unit``: a batch job's server, which shares the folder with its sibling jobs.
     """
-    for cfg in configs:
-        if cfg.search is not None:  # refused, never silently run as plain points
-            raise SearchNotRunHere(f"server {cfg.name or cfg.model}")
+    check_run_searchable(configs)  # before any engine starts
     pm = pm or get_plugin_manager()
     platform = platform or detect_platform(pm)
     registry = engine_registry(pm)
@@ -459,6 +475,7 @@ def _run_all(
         )
         total.outcomes += summary.outcomes
         total.skipped += summary.skipped
+        total.searches += summary.searches
     return total
 
 

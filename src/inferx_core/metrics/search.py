@@ -22,9 +22,8 @@ and says why, keeping the bracket it had.
 from __future__ import annotations
 
 import math
-import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -165,7 +164,7 @@ class _Search:
             return len(runs) < 2  # an unjudgeable run is tried once more
         if len(scores) >= self.max_runs:
             return False
-        median = statistics.median(scores)
+        median = runs[verdict_run(runs) or 0].score or 0.0
         return abs(median - 1) <= self.band or min(scores) <= 1 < max(scores)
 
 
@@ -173,13 +172,23 @@ def _scores(runs: list[Measurement]) -> list[float]:
     return [r.score for r in runs if r.score is not None and not math.isnan(r.score)]
 
 
+def verdict_run(runs: Sequence[Measurement]) -> int | None:
+    """Index of the run whose score is the probe's: the median run (of an even count, the
+    upper middle one, the stricter), so the probe's verdict is a real run's and its point
+    result can be that run; None when no run was judged."""
+    judged = sorted(
+        (r.score, i) for i, r in enumerate(runs) if r.score is not None and not math.isnan(r.score)
+    )
+    return judged[len(judged) // 2][1] if judged else None
+
+
 def _judge(level: float, runs: list[Measurement], band: float) -> Probe:
     scores = _scores(runs)
     if not scores:
         reasons = "; ".join(dict.fromkeys(r.reason or "no reason given" for r in runs))
         return Probe(level, "unknown", tuple(runs), None, None, reason=reasons)
-    median = statistics.median(scores)
-    chosen = min((r for r in runs if r.score is not None), key=lambda r: abs(r.score - median))
+    chosen = runs[verdict_run(runs) or 0]
+    median = chosen.score or 0.0
     low, high = min(scores), max(scores)
     straddles = low <= 1 < high
     alone_near = len(scores) == 1 and abs(median - 1) <= band

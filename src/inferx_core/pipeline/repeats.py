@@ -45,8 +45,11 @@ def _copy_sidecars(src_dir: Path, dst_dir: Path, point_id: str) -> None:
             os.replace(tmp, dst_dir / f"{point_id}{suffix}")
 
 
-def combine(outcomes: Sequence[Any], output_dir: Path | None) -> Any:
-    """One point's repeats as one outcome: the median run with the ``repeats`` section."""
+def combine(outcomes: Sequence[Any], output_dir: Path | None, chosen: int | None = None) -> Any:
+    """One point's repeats as one outcome: the median run with the ``repeats`` section.
+
+    ``chosen``: the index of the run to keep instead (a capacity search keeps the run
+    whose score is its probe's verdict, so the point says what the search judged)."""
     runs = [
         RepeatRun(
             repeat=k + 1,
@@ -57,13 +60,15 @@ def combine(outcomes: Sequence[Any], output_dir: Path | None) -> Any:
         for k, o in enumerate(outcomes)
     ]
     summary = summarize_repeats([o.result.flat() for o in outcomes], runs)
-    chosen = outcomes[summary.chosen - 1]
-    result = chosen.result.model_copy(update={"repeats": summary})
+    if chosen is not None:
+        summary = summary.model_copy(update={"chosen": runs[chosen].repeat})
+    kept = outcomes[summary.chosen - 1]
+    result = kept.result.model_copy(update={"repeats": summary})
     path = None
-    if output_dir is not None and chosen.path is not None:
-        _copy_sidecars(chosen.path.parent, output_dir, chosen.point_id)
+    if output_dir is not None and kept.path is not None:
+        _copy_sidecars(kept.path.parent, output_dir, kept.point_id)
         path = write_result(output_dir, result)  # the result last: its sidecars are whole
-    return dataclasses.replace(chosen, result=result, path=path)
+    return dataclasses.replace(kept, result=result, path=path)
 
 
 def run_repeated(

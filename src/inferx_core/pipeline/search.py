@@ -27,7 +27,13 @@ from inferx_core.config.search import SearchConfig, percentile_limit_parts
 from inferx_core.errors import UserFacingError
 from inferx_core.metrics.knee import LevelFigures, find_knee
 from inferx_core.metrics.requests import request_metrics
-from inferx_core.metrics.search import Budget, Measurement, SearchSpace, search_capacity
+from inferx_core.metrics.search import (
+    Budget,
+    Measurement,
+    SearchSpace,
+    search_capacity,
+    verdict_run,
+)
 from inferx_core.metrics.search_model import SearchSummary
 from inferx_core.metrics.search_verdict import judge_run
 from inferx_core.pipeline.assemble import PointSource
@@ -127,6 +133,7 @@ class _Prober:
     on_point: Callable[[PointOutcome], None] | None
     on_skip: Callable[[str], None] | None
     runs: dict[float, list[PointOutcome]] = field(default_factory=dict)
+    verdicts: dict[float, list[Measurement]] = field(default_factory=dict)  # one per run
     finals: dict[float, PointOutcome] = field(default_factory=dict)
 
     def point(self, level: float) -> LoadPoint:
@@ -146,10 +153,12 @@ class _Prober:
         self.runs.setdefault(level, []).append(outcome)
         records = [r for r in outcome.records if not r.warmup]
         res = outcome.result
-        return judge_run(
+        verdict = judge_run(
             res.status, res.failure_reason, res.flat(), [request_metrics(r) for r in records],
             self.plan.search, pid,
         )  # fmt: skip
+        self.verdicts.setdefault(level, []).append(verdict)
+        return verdict
 
     def _folder(self, run: int) -> Path | None:
         out = self.plan.output_dir
@@ -177,7 +186,9 @@ class _Prober:
     def settle(self, level: float) -> PointOutcome:
         """The level's point: its one run, or its runs combined (median run + spread)."""
         runs = self.runs[level]
-        final = runs[0] if len(runs) == 1 else combine(runs, self.plan.output_dir)
+        # the point is the run the probe's verdict is (not the median throughput run)
+        keep = verdict_run(self.verdicts.get(level, []))
+        final = runs[0] if len(runs) == 1 else combine(runs, self.plan.output_dir, keep)
         self.finals[level] = final
         if self.on_point is not None:
             self.on_point(final)

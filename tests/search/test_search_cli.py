@@ -38,4 +38,3 @@ def test_bad_search_flags_are_one_line_errors(
     argv = _bench("http://127.0.0.1:9", tmp_path, "--search", "rate", "--slo", slo)
     assert main(argv) == 2
     assert needle in capsys.readouterr().err
-

@@ -12,7 +12,7 @@ DISTS := -e '.[parquet,postgres,fast]' -e plugins/inferx_vllm -e plugins/inferx_
 PYPROJECTS := pyproject.toml $(wildcard plugins/*/pyproject.toml) \
               examples/inferx_example_plugin/pyproject.toml
 
-.PHONY: install test lint demo clean engine browser lmeval llama-server sglang
+.PHONY: install test test-fast lint demo clean engine browser lmeval llama-server sglang
 
 $(STAMP): $(PYPROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,12 @@ lint: install
 test: install lint engine llama-server sglang browser
 	INFERX_REQUIRE_ENGINE=1 INFERX_REQUIRE_BROWSER=1 INFERX_REQUIRE_LMEVAL=1 \
 		INFERX_LMEVAL_PYTHON=$(CURDIR)/$(LMEVAL_VENV)/bin/python $(BIN)/python -m pytest
+
+# The unit tests only, in parallel: no engine, no parser venv, no browser, no
+# database server, no SLURM, no lm-eval (marker `slow`, set in conftest.py from
+# the fixtures a test takes). `make test` stays the one command CI runs.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" -n auto -q
 
 # The example plugin (a made-up TPU engine, installed for the tests) is not a
 # real engine: the demo's doctor table and run leave it out. The demo runs one

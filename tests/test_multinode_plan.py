@@ -207,6 +207,7 @@ def _engine_processes(item: dict[str, Any]) -> dict[str, list[str]]:
     return {p["name"]: p["engine_argv"] for p in item["processes"] if p["role"] != "router"}
 
 
+@pytest.mark.slow
 def test_sglang_parser_accepts_every_disaggregated_role(examples: list[Path]) -> None:
     from inferx_sglang import argv_check
 
@@ -235,6 +236,7 @@ deployment:
 """
 
 
+@pytest.mark.slow
 def test_vllm_parser_accepts_every_wide_ep_role(examples: list[Path], tmp_path: Path) -> None:
     from inferx_core.demo.engine import find_engine_python
     from inferx_vllm import argv_check

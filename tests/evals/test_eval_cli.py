@@ -86,6 +86,7 @@ def test_a_failing_task_is_an_error_and_the_others_still_run(tmp_path: Path) -> 
 
 
 # -- the real evaluator (lm-eval) through the command ---------------------------
+@pytest.mark.slow
 def test_inferx_eval_measures_the_fraction_and_fails_the_threshold(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -405,7 +405,21 @@ def test_graph_register_not_without_cuda_graphs() -> None:
         parallelism={"tp": 2},
         plugin_options={"sglang": {"disable_cuda_graph": True}},
     )
-    assert why(sglang, "nccl-graph-register-off") == "--disable-cuda-graph: no CUDA graphs"
+    assert why(sglang, "nccl-graph-register-off") == (
+        "--cuda-graph-backend-decode disabled and --cuda-graph-backend-prefill disabled: "
+        "no CUDA graphs"
+    )
+    decode_only = planned(
+        node,
+        engine="sglang",
+        parallelism={"tp": 2},
+        engine_args={"cuda-graph-backend-decode": "disabled"},
+    )
+    assert decode_only["spec"]["env"]["NCCL_GRAPH_REGISTER"] == "0"  # prefill graphs remain
+    old_flag = planned(
+        node, engine="sglang", parallelism={"tp": 2}, engine_args={"disable-cuda-graph": True}
+    )
+    assert why(old_flag, "nccl-graph-register-off") == "--disable-cuda-graph: no CUDA graphs"
     trt = planned(
         node,
         engine="trtllm",

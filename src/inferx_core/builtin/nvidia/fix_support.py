@@ -198,12 +198,31 @@ def cuda_graphs(spec: LaunchSpec) -> tuple[bool, str]:
     """Whether the engine captures CUDA graphs, from its own switches."""
     if "--enforce-eager" in spec.argv:
         return False, "--enforce-eager: no CUDA graphs"
-    if "--disable-cuda-graph" in spec.argv:
+    if "--disable-cuda-graph" in spec.argv:  # SGLang before 0.5.23, still accepted
         return False, "--disable-cuda-graph: no CUDA graphs"
+    if all(_flag_value(spec.argv, flag) == "disabled" for flag in SGLANG_GRAPH_BACKENDS):
+        return False, " and ".join(f"{flag} disabled" for flag in SGLANG_GRAPH_BACKENDS) + (
+            ": no CUDA graphs"
+        )
     for name, content in spec.files.items():
         if name.endswith((".yaml", ".yml")) and _yaml_disables_graphs(content):
             return False, f"{name} sets cuda_graph_config: null"
     return True, "CUDA graphs on (the engine's default)"
+
+
+# SGLang 0.5.23 chooses a graph backend per phase; graphs are off only when both are.
+SGLANG_GRAPH_BACKENDS = ("--cuda-graph-backend-decode", "--cuda-graph-backend-prefill")
+
+
+def _flag_value(argv: tuple[str, ...], flag: str) -> str | None:
+    """The value of `flag` in either spelling (`--f v` or `--f=v`); the last one wins."""
+    value = None
+    for index, arg in enumerate(argv):
+        if arg == flag and index + 1 < len(argv):
+            value = argv[index + 1]
+        elif arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+    return value
 
 
 def _yaml_disables_graphs(content: str) -> bool:

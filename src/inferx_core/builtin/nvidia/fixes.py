@@ -438,7 +438,8 @@ FIXES: list[Fix] = [
         ),
         condition_text=(
             "NVIDIA GPUs, more than one GPU, engine with CUDA graphs on (no --enforce-eager, "
-            "--disable-cuda-graph or cuda_graph_config: null), the engine's NCCL in [2.26, 2.28)"
+            "--disable-cuda-graph, both SGLang --cuda-graph-backend-* disabled or "
+            "cuda_graph_config: null), the engine's NCCL in [2.26, 2.28)"
         ),
         change_text="env NCCL_GRAPH_REGISTER=0",
         reference=f"{NCCL_ENV_DOC} (NCCL_GRAPH_REGISTER); fixed in NCCL 2.28",

@@ -28,9 +28,13 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: install lint engine llama-server sglang browser
+# What the tests need is made in parallel (-j): the llama-server compile (CPU) overlaps
+# the venvs' pip installs (mostly I/O), which keeps a fresh clone's `make test` short.
+TEST_NEEDS := install lint engine llama-server sglang browser
+test:
+	$(MAKE) -j4 --output-sync=target $(TEST_NEEDS)
 	INFERX_REQUIRE_ENGINE=1 INFERX_REQUIRE_BROWSER=1 INFERX_REQUIRE_LMEVAL=1 \
-		INFERX_LMEVAL_PYTHON=$(CURDIR)/$(LMEVAL_VENV)/bin/python $(BIN)/python -m pytest
+		INFERX_LMEVAL_PYTHON=$(CURDIR)/$(LMEVAL_VENV)/bin/python $(BIN)/python -m pytest --durations=25
 
 # The unit tests only, in parallel: no engine, no parser venv, no browser, no
 # database server, no SLURM, no lm-eval (marker `slow`, set in conftest.py from

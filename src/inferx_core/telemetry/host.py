@@ -200,7 +200,11 @@ class HostSampler:
                 cpu += percent  # a fresh process's first value is only a baseline
             seen[proc.pid] = proc
         self._procs = seen
-        return {ENGINE_CPU: cpu, ENGINE_RSS: rss / MIB}
+        # Each process's share is its CPU time over its own wall interval, in
+        # clock ticks; summed over a busy tree, tick rounding can pass the
+        # machine's ceiling (201.6 on 2 cores), which no tree can use.
+        ceiling = 100.0 * (psutil.cpu_count() or 1)
+        return {ENGINE_CPU: min(cpu, ceiling), ENGINE_RSS: rss / MIB}
 
     # -- stop --------------------------------------------------------------
 

@@ -45,6 +45,7 @@ __all__ = [
     "check_values",
     "decode_utf8",
     "loads_json",
+    "loads_json_line",
     "loads_yaml",
     "read_bounded",
 ]
@@ -128,6 +129,25 @@ def loads_json(text: str, *, finite: bool = True, unique_keys: bool = False) -> 
         raise ParseError(f"an integer of thousands of digits (at most {MAX_INT_DIGITS})") from None
     check_values(data, finite=finite)
     return data
+
+
+def loads_json_line(text: str) -> Any:
+    """One record of a data file (a dataset or trace line): :func:`loads_json`'s refusals
+    of NaN/Infinity, deep nesting and huge integers, without the config-sized value
+    limits (a prompt string may be long; the line's byte size is bounded by its reader).
+
+    Raises :class:`ParseError` for invalid JSON too (its ``line`` unset).
+    """
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise ParseError("nested too deep to be a record (thousands of levels)") from None
+    except ValueError as exc:  # Python's own limit on the digits of an integer
+        if "digits" not in str(exc):
+            raise
+        raise ParseError("an integer of thousands of digits") from None
 
 
 _NUMBERS = frozenset({int, float, bool, type(None)})

@@ -10,13 +10,13 @@ handed to a tokenizer that takes minutes over it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from inferx_core.config.bounds import DATASET_LINE_BYTES
+from inferx_core.config.parsing import ParseError, loads_json_line
 from inferx_core.errors import UserFacingError
 
 __all__ = [
@@ -163,11 +163,9 @@ def bad_record(p: Path, lineno: int, problem: str, fix: str) -> DatasetError:
 def parse_json_line(p: Path, lineno: int, line: str) -> dict[str, Any]:
     """Line ``lineno`` of ``p`` as a JSON object; else a :class:`DatasetError` naming it."""
     try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise bad_record(
-            p, lineno, f"invalid JSON ({exc.msg} at column {exc.colno})", _FORMAT_HELP
-        ) from exc
+        obj = loads_json_line(line)
+    except ParseError as exc:
+        raise bad_record(p, lineno, exc.reason, _FORMAT_HELP) from None
     if not isinstance(obj, dict):
         raise bad_record(
             p, lineno, f"expected a JSON object, got {type(obj).__name__}", _FORMAT_HELP

@@ -15,13 +15,13 @@ list, so lengths are still measured with the model's tokenizer:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from inferx_core.config.bounds import DATASET_LINE_BYTES
+from inferx_core.config.parsing import ParseError, loads_json_line
 from inferx_core.load.dataset import (
     DatasetError,
     DatasetRecord,
@@ -141,8 +141,8 @@ def load_dataset(
         return _from_rows(_arrow_rows(p), p, cols, max_line_bytes)
     if p.suffix == ".json":
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = loads_json_line(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ParseError) as exc:
             raise DatasetError(f"{p}: not a readable JSON file ({exc})") from None
         if not isinstance(data, list):
             raise DatasetError(f"{p}: a JSON dataset is an array of records")

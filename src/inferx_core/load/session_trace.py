@@ -21,13 +21,13 @@ rules are in ``docs/workloads.md``; a bad line raises
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from inferx_core.config.parsing import ParseError, loads_json_line
 from inferx_core.errors import UserFacingError
 from inferx_core.load.prompt_text import content_values
 from inferx_core.load.sessions import Session, Turn, exact_length_texts, sessions_workload
@@ -150,9 +150,9 @@ def read_session_trace(path: str | Path) -> list[SessionSpec]:
         if not line.strip():
             continue
         try:
-            sessions.append(_session(json.loads(line), lineno))
-        except json.JSONDecodeError as exc:
-            raise SessionTraceError(f"{p}:{lineno}: invalid JSON ({exc.msg})") from None
+            sessions.append(_session(loads_json_line(line), lineno))
+        except ParseError as exc:
+            raise SessionTraceError(f"{p}:{lineno}: {exc.reason}") from None
         except ValueError as exc:
             raise SessionTraceError(f"{p}:{lineno}: {exc}") from None
     if not sessions:

@@ -23,7 +23,6 @@ naming the file, the line and the field.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -32,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from inferx_core.config.parsing import ParseError, loads_json_line
 from inferx_core.errors import UserFacingError
 from inferx_core.load.session_trace import SessionSpec, read_session_trace
 
@@ -105,11 +105,9 @@ def _hash_ids(path: Path, line: int, value: Any) -> tuple[int, ...] | None:
 
 def _mooncake_line(path: Path, lineno: int, text: str) -> TraceRequest:
     try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TraceError(
-            f"{path}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno})"
-        ) from None
+        obj = loads_json_line(text)
+    except ParseError as exc:
+        raise TraceError(f"{path}:{lineno}: {exc.reason}") from None
     if not isinstance(obj, dict):
         raise TraceError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
     for field in ("timestamp", "input_length", "output_length"):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from inferx_core import UserFacingError
 from inferx_core.config.models import Parallelism, ServerConfig
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Accelerator, Platform
@@ -79,6 +82,14 @@ def test_dp_with_expert_parallel_and_extra_args() -> None:
     assert argv[argv.index("--max-num-batched-tokens") + 1] == "8192"
     assert argv[-1] == "--disable-log-stats"
     assert spec.gpu_ids == tuple(range(8))
+
+
+@pytest.mark.parametrize("dp", [1, 8])
+def test_dp_attention_is_refused_not_dropped(dp: int) -> None:
+    """SGLang's setting: vLLM would run dp ranks while the result counted tp GPUs."""
+    with pytest.raises(UserFacingError, match="dp_attention is SGLang's") as err:
+        spec_for(H200x8, parallelism=Parallelism(tp=1, dp=dp, ep=8, dp_attention=True))
+    assert "remove dp_attention" in str(err.value)
 
 
 def test_cpu_build_uses_module_entry_and_no_gpu_memory_flag() -> None:

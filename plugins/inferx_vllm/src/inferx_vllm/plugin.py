@@ -16,6 +16,7 @@ from inferx_core import (
     Platform,
     ReadinessProbe,
     ServerConfig,
+    UserFacingError,
     default_gpu_ids,
     hookimpl,
     port_free_wait,
@@ -80,6 +81,15 @@ def build_argv(server: ServerConfig, platform: Platform) -> list[str]:
         [*executable, server.model] if positional_model else [*executable, "--model", server.model]
     )
     par = server.parallelism
+    if par.dp_attention:
+        # SGLang's setting; vLLM has none, and counting its DP ranks inside the TP
+        # group (Parallelism.gpus) would undercount the GPUs a vLLM DP server uses.
+        raise UserFacingError(
+            "parallelism.dp_attention is SGLang's DP attention; vLLM has no such "
+            "setting (with --data-parallel-size and expert parallelism its attention "
+            "is data-parallel already): remove dp_attention, and give the DP ranks as "
+            "parallelism.dp (GPUs are then tp x pp x dp)"
+        )
     argv += ["--host", server.host, "--port", str(server.port)]
     argv += ["--served-model-name", server.name_served]
     argv += ["--tensor-parallel-size", str(par.tp)]

@@ -44,8 +44,8 @@ __all__ = [
     "StrictLoader",
     "check_values",
     "decode_utf8",
+    "loads_data_json",
     "loads_json",
-    "loads_json_line",
     "loads_yaml",
     "read_bounded",
 ]
@@ -117,37 +117,47 @@ def loads_json(text: str, *, finite: bool = True, unique_keys: bool = False) -> 
         hooks["parse_constant"] = _refuse_constant
     if unique_keys:
         hooks["object_pairs_hook"] = _unique_keys
-    try:
-        data = json.loads(text, **hooks)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
-    except RecursionError:
-        raise ParseError(f"nested more than {MAX_DEPTH} levels deep") from None
-    except ValueError as exc:  # Python's own limit on the digits of an integer
-        if "digits" not in str(exc):
-            raise
-        raise ParseError(f"an integer of thousands of digits (at most {MAX_INT_DIGITS})") from None
+    data = _decode_json(
+        text,
+        hooks,
+        too_deep=f"nested more than {MAX_DEPTH} levels deep",
+        too_many_digits=f"an integer of thousands of digits (at most {MAX_INT_DIGITS})",
+    )
     check_values(data, finite=finite)
     return data
 
 
-def loads_json_line(text: str) -> Any:
-    """One record of a data file (a dataset or trace line): :func:`loads_json`'s refusals
-    of NaN/Infinity, deep nesting and huge integers, without the config-sized value
-    limits (a prompt string may be long; the line's byte size is bounded by its reader).
+def loads_data_json(text: str) -> Any:
+    """A data file's JSON (a dataset or trace line, a JSON dataset): :func:`loads_json`'s
+    refusals of NaN/Infinity, deep nesting and huge integers, without the config-sized
+    value limits (a prompt string may be long; its reader bounds the bytes).
 
-    Raises :class:`ParseError` for invalid JSON too (its ``line`` unset).
+    Raises :class:`ParseError` for invalid JSON too (its ``line`` set).
     """
+    hooks = {"parse_constant": _refuse_constant}
+    return _decode_json(
+        text,
+        hooks,
+        too_deep="nested too deep (thousands of levels)",
+        too_many_digits="an integer of thousands of digits",
+    )
+
+
+def _decode_json(
+    text: str, hooks: dict[str, Callable[..., Any]], *, too_deep: str, too_many_digits: str
+) -> Any:
+    """``json.loads`` with each way it fails as a :class:`ParseError`; the reasons for
+    Python's own depth and digit limits come from the caller, whose limits differ."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(text, **hooks)
     except json.JSONDecodeError as exc:
-        raise ParseError(f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+        raise ParseError(f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
     except RecursionError:
-        raise ParseError("nested too deep to be a record (thousands of levels)") from None
+        raise ParseError(too_deep) from None
     except ValueError as exc:  # Python's own limit on the digits of an integer
         if "digits" not in str(exc):
             raise
-        raise ParseError("an integer of thousands of digits") from None
+        raise ParseError(too_many_digits) from None
 
 
 _NUMBERS = frozenset({int, float, bool, type(None)})

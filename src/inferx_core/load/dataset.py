@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.config.bounds import DATASET_LINE_BYTES
-from inferx_core.config.parsing import ParseError, loads_json_line
+from inferx_core.config.parsing import ParseError, loads_data_json
 from inferx_core.errors import UserFacingError
 
 __all__ = [
@@ -163,7 +163,7 @@ def bad_record(p: Path, lineno: int, problem: str, fix: str) -> DatasetError:
 def parse_json_line(p: Path, lineno: int, line: str) -> dict[str, Any]:
     """Line ``lineno`` of ``p`` as a JSON object; else a :class:`DatasetError` naming it."""
     try:
-        obj = loads_json_line(line)
+        obj = loads_data_json(line)
     except ParseError as exc:
         raise bad_record(p, lineno, exc.reason, _FORMAT_HELP) from None
     if not isinstance(obj, dict):

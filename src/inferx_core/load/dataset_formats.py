@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.config.bounds import DATASET_LINE_BYTES
-from inferx_core.config.parsing import ParseError, loads_json_line
+from inferx_core.config.parsing import ParseError, loads_data_json
 from inferx_core.load.dataset import (
     DatasetError,
     DatasetRecord,
@@ -141,7 +141,7 @@ def load_dataset(
         return _from_rows(_arrow_rows(p), p, cols, max_line_bytes)
     if p.suffix == ".json":
         try:
-            data = loads_json_line(p.read_text(encoding="utf-8"))
+            data = loads_data_json(p.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ParseError) as exc:
             raise DatasetError(f"{p}: not a readable JSON file ({exc})") from None
         if not isinstance(data, list):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from inferx_core.config.parsing import ParseError, loads_json_line
+from inferx_core.config.parsing import ParseError, loads_data_json
 from inferx_core.errors import UserFacingError
 from inferx_core.load.prompt_text import content_values
 from inferx_core.load.sessions import Session, Turn, exact_length_texts, sessions_workload
@@ -150,7 +150,7 @@ def read_session_trace(path: str | Path) -> list[SessionSpec]:
         if not line.strip():
             continue
         try:
-            sessions.append(_session(loads_json_line(line), lineno))
+            sessions.append(_session(loads_data_json(line), lineno))
         except ParseError as exc:
             raise SessionTraceError(f"{p}:{lineno}: {exc.reason}") from None
         except ValueError as exc:

@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from inferx_core.config.parsing import ParseError, loads_json_line
+from inferx_core.config.parsing import ParseError, loads_data_json
 from inferx_core.errors import UserFacingError
 from inferx_core.load.session_trace import SessionSpec, read_session_trace
 
@@ -105,7 +105,7 @@ def _hash_ids(path: Path, line: int, value: Any) -> tuple[int, ...] | None:
 
 def _mooncake_line(path: Path, lineno: int, text: str) -> TraceRequest:
     try:
-        obj = loads_json_line(text)
+        obj = loads_data_json(text)
     except ParseError as exc:
         raise TraceError(f"{path}:{lineno}: {exc.reason}") from None
     if not isinstance(obj, dict):

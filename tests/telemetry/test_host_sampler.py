@@ -100,10 +100,10 @@ def test_tree_cpu_never_passes_the_machine_ceiling(
 ) -> None:
     """Tick rounding per process can sum past 100% per core; the reading cannot."""
     child_pid, _ = engine_tree
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 1)
     sampler = HostSampler(engine_pid=child_pid, interval_s=0.2, rapl_root=no_rapl(tmp_path))
     sampler.start()
     monkeypatch.setattr(psutil.Process, "cpu_percent", lambda self, interval=None: 101.6)
-    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 1)
     assert sampler.read()["host.engine_cpu_percent"] == 100.0
     sampler.stop()
 

@@ -82,6 +82,7 @@ class HostSampler:
         self._psutil: Any = None
         self._engine: Any = None  # psutil.Process of the engine, None once gone
         self._procs: dict[int, Any] = {}  # pid -> primed psutil.Process
+        self._cpu_ceiling = 100.0  # percent of one core per logical CPU, set at start
         self._rapl: list[_RaplDomain] = []
         self._rapl_failed: set[str] = set()
 
@@ -92,6 +93,7 @@ class HostSampler:
         import psutil
 
         self._psutil = psutil
+        self._cpu_ceiling = 100.0 * (psutil.cpu_count() or 1)
         psutil.cpu_percent(None)  # the first call only sets the baseline
         if self.engine_pid is not None:
             self._start_engine(self.engine_pid)
@@ -203,8 +205,7 @@ class HostSampler:
         # Each process's share is its CPU time over its own wall interval, in
         # clock ticks; summed over a busy tree, tick rounding can pass the
         # machine's ceiling (201.6 on 2 cores), which no tree can use.
-        ceiling = 100.0 * (psutil.cpu_count() or 1)
-        return {ENGINE_CPU: min(cpu, ceiling), ENGINE_RSS: rss / MIB}
+        return {ENGINE_CPU: min(cpu, self._cpu_ceiling), ENGINE_RSS: rss / MIB}
 
     # -- stop --------------------------------------------------------------
 

@@ -64,11 +64,14 @@ class Sweep:
             concurrency=[1, 2],
             isl=32,
             osl=32,
-            num_prompts=60,
             model_dir=root / "model",
         )
         data = config.model_dump(mode="json")
-        data["load"]["duration_s"] = 8  # each point measures 8 s
+        # Each point measures 8 s whatever the engine's speed: without num_prompts a
+        # duration run cycles its prompts until the duration ends. (With 60 prompts an
+        # idle machine finished point 2 in 3.3 s, before the signal was sent.)
+        data["load"]["duration_s"] = 8
+        data["load"]["num_prompts"] = None
         data["stop_grace_s"] = stop_grace_s
         self.model = str(config.model)
         self.out = config.output_dir

@@ -24,7 +24,7 @@ from inferx_llamacpp.gguf_model import (
 
 @pytest.fixture(scope="module")
 def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from inferx_core.demo.tiny_model import build_tiny_model  # the model `inferx demo` serves
+    from inferx_core.testing import build_tiny_model  # the model `inferx demo` serves
 
     return build_tiny_model(tmp_path_factory.mktemp("model") / "tiny-llama")
 

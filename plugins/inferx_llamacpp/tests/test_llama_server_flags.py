@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from inferx_core import LoadProfile, Platform, ServerConfig
+from inferx_core import Accelerator, LoadProfile, Platform, ServerConfig
 from inferx_llamacpp import argv_check, plugin
 from inferx_llamacpp.engine_paths import engine_dir, find_binary
 
@@ -41,7 +41,11 @@ CONFIGS = {
     "slots-and-context": ({"max_num_seqs": 8, "max_model_len": 4096}, None),
     "from-the-load": ({"max_model_len": 1024}, LoadProfile(concurrency=[1, 32])),
     "prefix-caching": ({"prefix_caching": True}, None),
+    "tp-row-split": ({"parallelism": {"tp": 2}}, None),
+    "pp-layer-split": ({"parallelism": {"pp": 2}}, None),
 }
+#: The split flags need GPUs to plan (a CPU plan refuses them); the CPU build still lists them.
+GPUS = Platform(accelerators=[Accelerator(index=i, vendor="nvidia", name="H100") for i in range(2)])
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -50,7 +54,7 @@ def test_every_flag_is_listed_by_llama_servers_help_and_none_deprecated(
 ) -> None:
     fields, load = CONFIGS[name]
     server = ServerConfig(engine="llamacpp", model="/m/x.gguf", port=8080, **fields)
-    spec = plugin.inferx_engine_launch_spec(server=server, platform=Platform(), load=load)
+    spec = plugin.inferx_engine_launch_spec(server=server, platform=GPUS, load=load)
     produced = {a for a in spec.argv[1:] if a.startswith("-") and not a.lstrip("-").isdigit()}
     known, deprecated = help_flags
     assert produced - known == set(), f"llama-server --help does not list {produced - known}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inferx_core import (
+    Accelerator,
     LoadProfile,
     Platform,
     RunConfig,
@@ -122,16 +122,54 @@ def test_a_hub_id_is_passed_on_with_a_warning() -> None:
 
 
 def test_a_run_plans_its_slots_from_its_own_load() -> None:
-    """Through the core: plan_launch hands the run's load to the engine's plugin."""
-    from inferx_core.pipeline.launch_plan import plan_launch
-
+    """Through the core's public resolve_launch: the run's load reaches the engine's plugin."""
     cfg = RunConfig(engine="llamacpp", model="/m/tiny.gguf", load={"concurrency": [2, 9]})
     pm = get_plugin_manager(env={"INFERX_DISABLE_PLUGINS": "example-tpu"})
-    plan = plan_launch(cfg, pm, Platform(), port=8124, output_dir=Path(os.devnull).parent)
-    assert value(list(plan.resolved.spec.argv), "--parallel") == "9"
+    planned = resolve_launch(
+        pm, cfg.server().model_copy(update={"port": 8124}), Platform(), load=cfg.load
+    )
+    assert value(list(planned.spec.argv), "--parallel") == "9"
     # without a load (doctor, fixes, the plugin kit) llama-server's own default
     bare = resolve_launch(pm, cfg.server().model_copy(update={"port": 8125}), Platform())
     assert value(list(bare.spec.argv), "--parallel") == str(plugin.DEFAULT_SLOTS)
+
+
+GPU = Platform(accelerators=[Accelerator(index=i, vendor="nvidia", name="H100") for i in range(4)])
+
+
+@pytest.mark.parametrize(
+    ("par", "mode"), [({"tp": 2}, "row"), ({"pp": 4}, "layer")]
+)  # fmt: skip
+def test_tp_splits_rows_and_pp_splits_layers_over_the_gpus(par: dict, mode: str) -> None:
+    spec = plugin.inferx_engine_launch_spec(server=server(parallelism=par), platform=GPU, load=None)
+    assert value(list(spec.argv), "--split-mode") == mode
+    assert spec.gpu_ids == tuple(range(max(par.values())))
+
+
+def test_one_gpu_or_cpu_has_no_split() -> None:
+    assert "--split-mode" not in argv()
+    spec = plugin.inferx_engine_launch_spec(server=server(), platform=GPU, load=None)
+    assert "--split-mode" not in spec.argv and spec.gpu_ids == (0,)
+
+
+@pytest.mark.parametrize(
+    ("par", "field"),
+    [
+        ({"dp": 2}, "parallelism.dp"),
+        ({"ep": 8}, "parallelism.ep"),
+        ({"expert_parallel": True}, "parallelism.expert_parallel"),
+        ({"tp": 2, "dp_attention": True}, "parallelism.dp_attention"),
+        ({"tp": 2, "pp": 2}, "parallelism.tp and parallelism.pp"),
+    ],
+)
+def test_parallelism_llama_server_lacks_is_refused_not_dropped(par: dict, field: str) -> None:
+    with pytest.raises(UserFacingError, match=field):
+        plugin.inferx_engine_launch_spec(server=server(parallelism=par), platform=GPU, load=None)
+
+
+def test_a_split_without_gpus_is_refused() -> None:
+    with pytest.raises(UserFacingError, match=r"parallelism\.tp: 2 GPUs asked, but this machine"):
+        argv(parallelism={"tp": 2})
 
 
 def test_metrics_map_llama_servers_names() -> None:

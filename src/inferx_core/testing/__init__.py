@@ -1,6 +1,8 @@
 """Test doubles for InferX: a scripted OpenAI-compatible streaming server, a
-table-driven answer server for accuracy tests (``AnswerServer``), and the
-plugin test kit (``plugin_kit``: ``check_plugin`` and one check per rule).
+table-driven answer server for accuracy tests (``AnswerServer``), the
+plugin test kit (``plugin_kit``: ``check_plugin`` and one check per rule), and
+``build_tiny_model``: the tiny local Llama that ``inferx demo`` serves, for a
+plugin's tests on a real engine (no model hub).
 
 Names are imported lazily so ``python -m inferx_core.testing.sse_server``
 does not import its own module twice.
@@ -17,6 +19,7 @@ __all__ = [
     "SSETestServer",
     "ServerKnobs",
     "ServerProcess",
+    "build_tiny_model",
     "check_plugin",
 ]
 
@@ -27,6 +30,7 @@ _HOMES = {
     "SSETestServer": "inferx_core.testing.server",
     "ServerProcess": "inferx_core.testing.sse_server",
     "check_plugin": "inferx_core.testing.plugin_kit",
+    "build_tiny_model": "inferx_core.demo.tiny_model",
 }
 
 

@@ -21,6 +21,12 @@ The command follows llama-server's own ``--help``::
   the plugin writes as GGUF once (:mod:`inferx_llamacpp.gguf_model`).
 - the binary: ``executable`` when given, else ``$INFERX_LLAMA_SERVER``, the
   engine cache's build (``make llama-server``), else ``llama-server`` on PATH.
+- ``parallelism``: llama.cpp has no tensor/data/expert parallelism of vLLM's
+  kind; it spreads one model over the visible GPUs. ``tp: N`` passes
+  ``--split-mode row`` (each layer's tensors split over N GPUs), ``pp: N``
+  ``--split-mode layer`` (whole layers per GPU), over ``gpu_ids``; ``dp``,
+  ``ep``, ``expert_parallel`` and ``dp_attention`` are refused (run one server
+  per GPU as a deployment instead), and so is tp/pp on a machine without GPUs.
 - ``engine_args`` become flags (``{n-gpu-layers: 99}`` -> ``--n-gpu-layers
   99``; true is a switch, false leaves it out); ``extra_argv`` is appended.
 """
@@ -39,6 +45,7 @@ from inferx_core import (
     ReadinessProbe,
     ServerConfig,
     UserFacingError,
+    default_gpu_ids,
     hookimpl,
     port_free_wait,
     set_flag,
@@ -59,6 +66,7 @@ RESERVED = {
     "--parallel": "max_num_seqs",
     "--ctx-size": "max_model_len",
     "--cache-prompt": "prefix_caching",
+    "--split-mode": "parallelism.tp / parallelism.pp",
     "--no-cache-prompt": "prefix_caching",
 }
 
@@ -117,7 +125,45 @@ def engine_args_argv(server: ServerConfig) -> list[str]:
     return argv
 
 
-def build_argv(server: ServerConfig, load: LoadProfile | None = None) -> list[str]:
+def split_argv(server: ServerConfig, platform: Platform | None) -> list[str]:
+    """llama.cpp's split of one model over GPUs, from ``parallelism``; refuses what it lacks."""
+    par = server.parallelism
+    refused = [
+        name
+        for name, set_ in (
+            ("dp", par.dp > 1),
+            ("ep", par.ep not in (None, 1)),
+            ("expert_parallel", par.expert_parallel),
+            ("dp_attention", par.dp_attention),
+        )
+        if set_
+    ]
+    if refused:
+        raise UserFacingError(
+            f"parallelism.{refused[0]}: llama-server has no data or expert parallelism; "
+            "remove it, and run one llama-server per GPU (a deployment of several servers) "
+            "for data-parallel serving"
+        )
+    if par.tp > 1 and par.pp > 1:
+        raise UserFacingError(
+            "parallelism.tp and parallelism.pp: llama-server splits a model one way "
+            "(--split-mode row for tp, layer for pp); set one of them"
+        )
+    ways = max(par.tp, par.pp)
+    if ways == 1:
+        return []
+    if platform is not None and not platform.accelerators:
+        raise UserFacingError(
+            f"parallelism.{'tp' if par.tp > 1 else 'pp'}: {ways} GPUs asked, but this machine "
+            "has none; on CPU llama-server runs one model per process (engine_args: "
+            "{threads: N} sets its threads)"
+        )
+    return ["--split-mode", "row" if par.tp > 1 else "layer"]
+
+
+def build_argv(
+    server: ServerConfig, load: LoadProfile | None = None, platform: Platform | None = None
+) -> list[str]:
     binary = find_binary()
     executable = list(server.executable or [str(binary) if binary else BINARY_NAME])
     slots = slots_for(server, load)
@@ -128,6 +174,7 @@ def build_argv(server: ServerConfig, load: LoadProfile | None = None) -> list[st
         argv += ["--ctx-size", str(server.max_model_len * slots), "--no-kv-unified"]
     else:
         argv += ["--ctx-size", "0", "--kv-unified"]
+    argv += split_argv(server, platform)
     argv += ["--metrics", "--jinja", "--no-webui"]
     if server.prefix_caching:
         argv.append("--cache-prompt")
@@ -162,7 +209,7 @@ def inferx_engine_launch_spec(
     # `load` has no default: pluggy passes only the parameters an implementation names
     # without one.
     assert server.port is not None
-    argv = build_argv(server, load)
+    argv = build_argv(server, load, platform)
     return LaunchSpec(
         engine=ENGINE,
         argv=tuple(argv),
@@ -172,6 +219,7 @@ def inferx_engine_launch_spec(
         port=server.port,
         preflight=(port_free_wait(server.port),),
         warnings=_warnings(server, argv),
+        gpu_ids=default_gpu_ids(server, platform) if platform.accelerators else (),
         labels={"engine": ENGINE, "model": server.model},
     )
 

@@ -97,6 +97,21 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+#: How long a failed request waits to see the engine gone: a killed engine resets its
+#: sockets while it exits, so the client's error can come before the process is reapable.
+ENGINE_EXIT_SETTLE_S = 1.0
+
+
+def exited_within(handle: Any, seconds: float) -> bool:
+    """True once ``handle.alive()`` is false, polling up to ``seconds`` (any launcher)."""
+    deadline = time.monotonic() + seconds
+    while handle.alive():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def tail_lines(path: Path, lines: int = 40, max_bytes: int = 256 * 1024) -> str:
     try:
         with path.open("rb") as handle:

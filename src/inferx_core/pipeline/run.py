@@ -21,7 +21,7 @@ from inferx_core.config.points import LoadPoint, point_ids
 from inferx_core.errors import UserFacingError
 from inferx_core.launch.interrupts import engine_running, handle_interrupts
 from inferx_core.launch.preflight import run_preflight
-from inferx_core.launch.process import free_port
+from inferx_core.launch.process import ENGINE_EXIT_SETTLE_S, exited_within, free_port
 from inferx_core.launch.readiness import (
     DEFAULT_PROBES,
     EngineExited,
@@ -176,7 +176,7 @@ class _ServerSession:
     def failure_details(self, reason: str) -> tuple[str, dict[str, Any]]:
         """Requests can fail (connection refused) before the watchdog polls: name the cause."""
         assert self.handle is not None
-        if self.handle.alive():
+        if not exited_within(self.handle, ENGINE_EXIT_SETTLE_S):
             return reason, {}
         gone = self.engine_gone() or "engine exited"
         if not reason.startswith(gone):
@@ -300,8 +300,9 @@ class _ServerSession:
             raise  # a full disk fails every point after it too: stop the run, say why
         except Exception as exc:  # this point fails with its reason; the sweep moves on
             log.error("load point failed", point=pid, error=f"{type(exc).__name__}: {exc}")
-            reason = f"{type(exc).__name__}: {exc}"
-            self.write_failed(reason, [(point, pid)], engine_log_tail=self.log_tail())
+            reason, details = self.failure_details(f"{type(exc).__name__}: {exc}")
+            details.setdefault("engine_log_tail", self.log_tail())
+            self.write_failed(reason, [(point, pid)], **details)
             return None
 
     def target(self) -> BenchTarget:

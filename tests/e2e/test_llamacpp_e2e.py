@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import psutil
@@ -164,15 +165,41 @@ def test_prefix_cache_on_hits_the_shared_prefix_and_off_hits_nothing(
         assert rate is not None and rate == 0, flat["engine_metrics"]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_leaves_no_engine_behind(llama_server: Path, root: Path, sig: int) -> None:
-    name = f"signal-{sig.name}"
-    config = config_for(root, name, load=LoadProfile(concurrency=[1], duration_s=60))
+def test_chat_streams_carry_usage_on_their_own_chunk(llama_server: Path, root: Path) -> None:
+    """Chat: llama-server sends usage on a separate chunk with empty choices, after the
+    finish chunk; every request's count comes from it, and equals max_tokens."""
+    base = config_for(root, "chat")
+    config = base.model_copy(
+        update={
+            "workload": base.workload.model_copy(update={"api": "chat"}),
+            "load": LoadProfile(concurrency=[2], num_prompts=N),
+        }
+    )
+    [outcome] = run_configs([config], progress=False).outcomes
+    flat = outcome.result.flat()
+    assert outcome.result.status in ("ok", "invalid"), flat["failure_reason"]
+    assert flat["completed"] == N and flat["failed"] == 0
+    assert flat["output_token_sources"]["usage"] == N
+    sidecar = outcome.path.with_name(outcome.point_id + ".requests.jsonl")
+    rows = [json.loads(line) for line in sidecar.read_text().splitlines()]
+    for row in (r for r in rows if not r["warmup"]):
+        assert row["usage_output_tokens"] == row["max_tokens"]
+        assert row["usage_prompt_tokens"] > 0
+        assert len(row["chunk_ns"]) >= 1 and row["chunk_ns"][0] > row["send_ns"]
+    assert flat["median_ttft_ms"] > 0 and flat["mean_itl_ms"] is not None
+
+
+def start_run(
+    root: Path, name: str, measuring: bool = True, **update: object
+) -> tuple[subprocess.Popen[str], list]:
+    """``inferx run`` of a 60 s point as a subprocess, once llama-server is up and (by
+    default) measuring; else once it answers /health, while InferX counts the prompts."""
+    config = config_for(root, name, load=LoadProfile(concurrency=[1], duration_s=60), **update)
     path = root / f"{name}.json"
     path.write_text(json.dumps(config.model_dump(mode="json", exclude_none=True)))
     inferx = Path(sys.executable).with_name("inferx")
     proc = subprocess.Popen(
-        [str(inferx), "run", str(path), "--output", str(config.output_dir)],
+        [str(inferx), "run", str(path), "--output", str(config.output_dir), "--no-progress"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -183,8 +210,95 @@ def test_a_signal_leaves_no_engine_behind(llama_server: Path, root: Path, sig: i
         time.sleep(0.2)
     engines = engine_procs(proc.pid)
     assert engines, "llama-server never started"
-    time.sleep(3)  # measuring now (ready in under a second)
+    # measuring: more tokens predicted than the warmup asks (one request of 24 per slot);
+    # else past the readiness probe's one-token completion, while the prompts are counted
+    wait_predicted(engines[0], proc, more_than=3 * 24 if measuring else 0)
+    if not measuring:
+        time.sleep(0.3)
+    return proc, engines
+
+
+def engine_url(engine: psutil.Process) -> str:
+    argv = _cmdline(engine)
+    return f"http://127.0.0.1:{argv[argv.index('--port') + 1]}"
+
+
+def wait_predicted(engine: psutil.Process, proc: subprocess.Popen[str], more_than: int) -> None:
+    """Until llama-server's /metrics counts more than ``more_than`` predicted tokens."""
+    metrics = engine_url(engine) + "/metrics"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        try:
+            with urllib.request.urlopen(metrics, timeout=5) as reply:
+                text = reply.read().decode()
+        except OSError:
+            text = ""
+        predicted = [
+            float(line.split()[-1])
+            for line in text.splitlines()
+            if line.startswith("llamacpp:tokens_predicted_total")
+        ]
+        if predicted and predicted[0] > more_than:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"llama-server never predicted more than {more_than} tokens")
+
+
+def point_status(root: Path, name: str) -> tuple[str, str | None]:
+    [path] = [p for p in (root / name).glob("*.json") if not p.name.startswith(".")]
+    result = read_result(path)
+    return result.status, result.failure_reason
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_leaves_no_engine_behind(llama_server: Path, root: Path, sig: int) -> None:
+    name = f"signal-{sig.name}"
+    proc, engines = start_run(root, name)
     proc.send_signal(sig)
     proc.wait(timeout=60)
     _, alive = psutil.wait_procs(engines, timeout=30)
     assert not alive, [p.pid for p in alive]
+    status, reason = point_status(root, name)
+    assert status == "interrupted" and reason and reason.startswith("interrupted by"), reason
+
+
+def test_a_second_ctrl_c_kills_llama_server_at_once(llama_server: Path, root: Path) -> None:
+    proc, engines = start_run(root, "second-ctrl-c", stop_grace_s=120)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    proc.wait(timeout=60)
+    assert time.monotonic() - started < 20
+    assert proc.returncode == 130
+    _, alive = psutil.wait_procs(engines, timeout=5)
+    assert not alive, [p.pid for p in alive]
+
+
+def test_kill_9_of_inferx_leaves_no_llama_server(llama_server: Path, root: Path) -> None:
+    proc, engines = start_run(root, "kill-9")
+    proc.kill()
+    proc.wait(timeout=30)
+    # the engine watchdog: SIGTERM, up to 10 s, then SIGKILL
+    _, alive = psutil.wait_procs(engines, timeout=30)
+    assert not alive, [p.pid for p in alive]
+
+
+@pytest.mark.parametrize("measuring", [True, False], ids=["measuring", "counting-prompts"])
+def test_a_crashed_llama_server_ends_the_point_with_its_reason(
+    llama_server: Path, root: Path, measuring: bool
+) -> None:
+    """kill -9 of the engine: the point says the engine died (before the fix, a death while
+    the prompts were counted read "TokenizerError: ... Connection reset by peer")."""
+    name = f"crash-{'measuring' if measuring else 'counting'}"
+    proc, engines = start_run(root, name, measuring=measuring)
+    for engine in engines:
+        engine.kill()
+    proc.wait(timeout=90)
+    err = proc.stderr.read() if proc.stderr else ""
+    assert proc.returncode != 0, err
+    status, reason = point_status(root, name)
+    assert status == "failed", reason
+    assert reason and reason.startswith("engine exited with code -9"), reason
+    assert not engine_procs(proc.pid)

@@ -127,7 +127,12 @@ def test_resume_reuses_the_probes_of_a_finished_search(
 
 @pytest.mark.parametrize(
     ("more", "needle"),
-    [({"load": {"num_prompts": 16, "repeats": 2}}, "drop load.repeats")],
+    [
+        ({"load": {"num_prompts": 16, "repeats": 2}}, "drop load.repeats"),
+        # a sweep's matrix.concurrency lands in load.concurrency: the search has its own
+        ({"load": {"num_prompts": 16, "concurrency": [4, 8]}}, r"load.concurrency \[4, 8\]"),
+        ({"load": {"num_prompts": 16, "request_rate": [2.5]}}, "drop load.request_rate"),
+    ],
 )
 def test_an_unsearchable_run_is_refused_before_any_engine(
     more: dict[str, Any], needle: str, tmp_path: Path

@@ -101,6 +101,18 @@ def check_searchable(workload: Workload, load: LoadProfile, search: SearchConfig
             "search: a trace or staged load has no level to search; use a random or "
             "dataset workload (or drop search:)"
         )
+    # concurrency [1] is also what a load without levels is filled with (LoadProfile),
+    # so only other levels are known to be the user's
+    given = {"concurrency": load.concurrency != [1], "request_rate": True}
+    for name in ("concurrency", "request_rate"):
+        if getattr(load, name) and given[name]:
+            levels = ", ".join(f"{v:g}" for v in getattr(load, name))
+            raise SearchSetupError(
+                f"search: load.{name} [{levels}] (or matrix.{name}) would be ignored: the "
+                f"search picks its own levels; give their range as search.start/min/max "
+                f"(over: {'concurrency' if name == 'concurrency' else 'rate'}) and drop "
+                f"load.{name}"
+            )
     if load.repeats > 1:
         raise SearchSetupError(
             "search: probes are repeated only near the limit (search.max_runs); "

@@ -28,6 +28,28 @@ def test_bench_search_answers_and_report_ranks(tmp_path: Path, capsys) -> None:
     assert "Capacity at SLO" in out and summary["search_id"][:20] in out
 
 
+def test_bench_search_json_answers_cost_and_tokens_per_mw_at_capacity(
+    tmp_path: Path, capsys
+) -> None:
+    """The buyer's figures in --json, as the report's table has them: cost per million
+    tokens and tokens per MW at the capacity probe, with where their inputs came from."""
+    config = tmp_path / "bench.json"
+    with ServerProcess(max_concurrent=2, ttft_ms=5, itl_ms=20) as server:
+        cost = {"usd_per_gpu_hour": 2.0, "kw_per_gpu": 1.0}
+        config.write_text(json.dumps({"base_url": server.base_url, "cost": cost}))
+        argv = _bench(server.base_url, tmp_path / "out", "--search", "concurrency",
+                      "--slo", "ttft_ms=50", "--num-gpus", "1", "--json", str(config))  # fmt: skip
+        assert main(argv) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["capacity"] == 2 and answer["cost_at_capacity_reason"] is None
+    cost = answer["cost_at_capacity"]
+    tput = cost["tput_per_gpu"]
+    assert tput > 0 and cost["num_gpus"] == 1
+    # $2 per GPU-hour over tput tokens/s per GPU: dollars per million tokens
+    assert cost["cost_per_mtok_total"] == pytest.approx(2.0 / (tput * 3600) * 1e6)
+    assert cost["tok_s_per_mw_provisioned"] == pytest.approx(tput * 1000)
+
+
 @pytest.mark.parametrize(
     ("slo", "needle"),
     [("ttfb_ms=5", "unknown SLO 'ttfb_ms'"), ("goodput=0.9", "goodput needs per-request")],

@@ -36,6 +36,18 @@ def search_flags(args: argparse.Namespace, data: dict[str, Any]) -> bool:
     return True
 
 
+def cost_at_capacity(run: Any) -> dict[str, Any]:
+    """The capacity probe's cost and power figures (cost per million tokens, tokens per
+    MW, each with the source of its inputs), as the report's buyer's table has them."""
+    from inferx_core.analysis.cost import cost_fields
+
+    point_id = run.summary.capacity_point_id
+    point = next((o.result for o in run.outcomes if o.result.point_id == point_id), None)
+    if point is None:
+        return {"cost_at_capacity": None, "cost_at_capacity_reason": "no capacity found"}
+    return {"cost_at_capacity": cost_fields(point), "cost_at_capacity_reason": None}
+
+
 def cmd_search(args: argparse.Namespace, config: BenchConfig, on_point: Any) -> int:
     from inferx_core.pipeline.search import run_search
     from inferx_core.report.search import search_rows, search_table_text
@@ -49,7 +61,8 @@ def cmd_search(args: argparse.Namespace, config: BenchConfig, on_point: Any) -> 
         on_skip=skipped.append,
     )
     if args.json:
-        sys.stdout.write(json.dumps(run.summary.model_dump(mode="json"), indent=2) + "\n")
+        answer = {**run.summary.model_dump(mode="json"), **cost_at_capacity(run)}
+        sys.stdout.write(json.dumps(answer, indent=2) + "\n")
     else:
         rows = search_rows([run.summary], [o.result for o in run.outcomes])
         search_table_text(rows)

@@ -251,6 +251,37 @@ def point_status(root: Path, name: str) -> tuple[str, str | None]:
     return result.status, result.failure_reason
 
 
+def test_the_live_server_has_the_slots_and_context_the_load_asked(
+    llama_server: Path, root: Path
+) -> None:
+    """Read back from llama-server itself (/props, /slots) while a load of 3 runs: 3 slots,
+    each with max_model_len of context, as the argv asked."""
+    config = config_for(root, "slots", load=LoadProfile(concurrency=[3], duration_s=60))
+    path = root / "slots.json"
+    path.write_text(json.dumps(config.model_dump(mode="json", exclude_none=True)))
+    inferx = Path(sys.executable).with_name("inferx")
+    proc = subprocess.Popen(
+        [str(inferx), "run", str(path), "--output", str(config.output_dir), "--no-progress"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not engine_procs(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        [engine] = engine_procs(proc.pid)
+        wait_predicted(engine, proc, more_than=3 * 24)
+        with urllib.request.urlopen(engine_url(engine) + "/props", timeout=10) as reply:
+            props = json.loads(reply.read())
+        assert props["total_slots"] == 3
+        assert props["default_generation_settings"]["n_ctx"] == config.max_model_len
+        with urllib.request.urlopen(engine_url(engine) + "/slots", timeout=10) as reply:
+            slots = json.loads(reply.read())
+        assert len(slots) == 3 and all(s["n_ctx"] == config.max_model_len for s in slots)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_leaves_no_engine_behind(llama_server: Path, root: Path, sig: int) -> None:
     name = f"signal-{sig.name}"

@@ -27,8 +27,8 @@ import numpy as np
 from inferx_core import BenchConfig, run_bench
 from inferx_core.config.cpus import split_cpus
 from inferx_core.config.models import LoadProfile, Workload
-from inferx_core.load.client_load import pinned
-from inferx_core.load.sse import StreamDecoder
+from inferx_core.load.schedule.client_load import pinned
+from inferx_core.load.transport.sse import StreamDecoder
 from inferx_core.testing import ServerProcess
 
 TTFT_MS, ITL_MS = 20.0, 5.0

@@ -51,17 +51,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 import aiohttp
 import httpx
 
-from inferx_core.load import event_loop, sse
-from inferx_core.load.chunks import BACKENDS, DEFAULT_BACKEND
-from inferx_core.load.client import (
-    COMPLETIONS_PATH,
-    ConnectionPool,
-    build_completions_payload,
-)
-from inferx_core.load.connection import Connection
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.scheduler import LoadConfig, PreparedRequest, run_load
-from inferx_core.load.sse import StreamDecoder, classify_payload
+from inferx_core.load.prompts.payloads import COMPLETIONS_PATH, build_completions_payload
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.scheduler import LoadConfig, PreparedRequest, run_load
+from inferx_core.load.transport import event_loop, sse
+from inferx_core.load.transport.chunks import BACKENDS, DEFAULT_BACKEND
+from inferx_core.load.transport.client import ConnectionPool
+from inferx_core.load.transport.connection import Connection
+from inferx_core.load.transport.sse import StreamDecoder, classify_payload
 from inferx_core.testing import ServerProcess
 
 Runner = Callable[[str, list[PreparedRequest], int], Awaitable[None]]

@@ -66,7 +66,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from inferx_core.config.models import BenchConfig, LoadProfile, Workload
-from inferx_core.load import scheduler as _scheduler
+from inferx_core.load.schedule import scheduler as _scheduler
 from inferx_core.pipeline.point import run_bench
 from inferx_core.testing import ServerProcess
 

@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import numpy as np
 
-from inferx_core.load.client import COMPLETIONS_PATH, build_completions_payload
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.scheduler import LoadConfig, PreparedRequest
+from inferx_core.load.prompts.payloads import COMPLETIONS_PATH, build_completions_payload
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.scheduler import LoadConfig, PreparedRequest
 from inferx_core.pipeline.drive import drive
 from inferx_core.pipeline.requests import BenchTarget, Requests
 from inferx_core.telemetry.recorder import TelemetryRecorder

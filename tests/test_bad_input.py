@@ -29,7 +29,7 @@ from inferx_core.config.loader import ConfigError, parse_config_text
 from inferx_core.config.models import RunConfig
 from inferx_core.config.sweep import SweepConfig
 from inferx_core.errors import UserFacingError
-from inferx_core.load.dataset import DatasetError, load_jsonl_dataset
+from inferx_core.load.prompts.dataset import DatasetError, load_jsonl_dataset
 from inferx_core.pipeline.run import run_configs
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform

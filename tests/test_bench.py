@@ -11,7 +11,7 @@ import pytest
 from inferx_core.cli.app import main
 from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint
-from inferx_core.load.token_counter import resolve_token_counter
+from inferx_core.load.tokens.counter import resolve_token_counter
 from inferx_core.pipeline.point import BenchTarget, run_bench, run_point
 from inferx_core.results.files import is_complete, read_result
 from inferx_core.results.model import parse_result

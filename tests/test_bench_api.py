@@ -11,8 +11,8 @@ import pytest
 
 from inferx_core import BenchConfig, LoadProfile, Workload, arun_bench, run_bench
 from inferx_core.errors import UserFacingError
-from inferx_core.load import progress as progress_module
-from inferx_core.load.progress import LoadProgress
+from inferx_core.load.schedule import progress as progress_module
+from inferx_core.load.schedule.progress import LoadProgress
 from inferx_core.testing import ServerProcess
 
 

@@ -7,7 +7,7 @@ import pytest
 from inferx_core.config.loader import ConfigError
 from inferx_core.config.sweep import SweepError
 from inferx_core.errors import UserFacingError, user_error_message
-from inferx_core.load.dataset import DatasetError
+from inferx_core.load.prompts.dataset import DatasetError
 from inferx_core.sdk.executor import ExecutorError
 from inferx_core.sdk.fixes import DuplicateFixError
 from inferx_core.sdk.manager import PluginError, PluginHookError

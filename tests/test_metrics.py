@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.summarize import (
     LATENCY_METRICS,
     cost_per_million_tokens,
@@ -632,7 +632,7 @@ def test_time_scaling(recs: list[RequestRecord], slos: dict[str, float] | None, 
 
 
 def test_zero_gap_fraction_flags_chunks_read_together() -> None:
-    from inferx_core.load.records import RequestRecord
+    from inferx_core.load.records.request import RequestRecord
     from inferx_core.metrics.summarize import summarize
 
     ms = 1_000_000

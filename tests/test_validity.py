@@ -13,8 +13,8 @@ from result_factory import make_model
 from inferx_core.analysis.points import build_rows
 from inferx_core.cli.validity import failed_points
 from inferx_core.config.validity import ValidityLimits
-from inferx_core.load.client_load import ClientLoad, ClientLoadMeter
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.client_load import ClientLoad, ClientLoadMeter
 from inferx_core.metrics.summarize import summarize
 from inferx_core.metrics.validity import assess
 

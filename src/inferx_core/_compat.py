@@ -41,7 +41,7 @@ MOVED_MODULES: dict[str, str] = {
     "inferx_core.config_loader": "inferx_core.config.loader",
     "inferx_core.sweep": "inferx_core.config.sweep",
     "inferx_core.readiness": "inferx_core.launch.readiness",
-    "inferx_core.progress": "inferx_core.load.progress",
+    "inferx_core.progress": "inferx_core.load.schedule.progress",
     "inferx_core.stats": "inferx_core.metrics.stats",
     "inferx_core.summary": "inferx_core.report.console",
     "inferx_core.bench": "inferx_core.pipeline.point",

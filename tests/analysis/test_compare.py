@@ -24,7 +24,7 @@ from inferx_core.analysis.compare import (
 )
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.analysis.pareto import Frontier
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
 
 MS = 1_000_000
 

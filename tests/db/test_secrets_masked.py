@@ -25,7 +25,7 @@ from inferx_core.db.ingest import PointIngester
 from inferx_core.db.store import open_db
 from inferx_core.errors import UserFacingError
 from inferx_core.interop.export import ExportOptions, PointExporter
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.summarize import summarize
 from inferx_core.pipeline.assemble import (

@@ -14,7 +14,7 @@ from inferx_core.errors import UserFacingError
 from inferx_core.launch.docker import docker_run_argv
 from inferx_core.launch.process import ProcessLauncher
 from inferx_core.launch.srun import srun_argv
-from inferx_core.load.client_load import pinned
+from inferx_core.load.schedule.client_load import pinned
 from inferx_core.sdk.launch_spec import LaunchSpec
 
 

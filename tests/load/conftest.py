@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 from tokenizer_fixtures import train_tokenizer
 
-from inferx_core.load.client import (
+from inferx_core.load.prompts.payloads import (
     CHAT_PATH,
     COMPLETIONS_PATH,
     build_chat_payload,
     build_completions_payload,
 )
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.scheduler import PreparedRequest
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.scheduler import PreparedRequest
 from inferx_core.testing import ServerProcess
 
 

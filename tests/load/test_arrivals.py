@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 from inferx_core.config.models import LoadProfile
-from inferx_core.load.scheduler import Ramp, arrival_intervals
+from inferx_core.load.schedule.scheduler import Ramp, arrival_intervals
 
 
 def gaps(n: int, rate: float, **kw) -> list[float]:

@@ -16,14 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from inferx_core.load.client import (
-    ConnectionPool,
-    build_chat_payload,
-    build_completions_payload,
-    send_streaming_request,
-)
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.scheduler import PreparedRequest
+from inferx_core.load.prompts.payloads import build_chat_payload, build_completions_payload
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.scheduler import PreparedRequest
+from inferx_core.load.transport.client import ConnectionPool, send_streaming_request
 from inferx_core.testing import ServerProcess, SSETestServer
 
 MakeRequest = Callable[..., PreparedRequest]

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from inferx_core.load.client import ConnectionPool, send_streaming_request
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.sse import StreamDecoder
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.transport.client import ConnectionPool, send_streaming_request
+from inferx_core.load.transport.sse import StreamDecoder
 
 
 def _event(text: str, finish: str | None = None) -> bytes:
@@ -61,7 +61,7 @@ def test_out_of_file_descriptors_is_the_clients_fault(monkeypatch) -> None:
 LIMIT_SCRIPT = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_NOFILE, (256, 600))
-from inferx_core.load.limits import ensure_concurrency_fits
+from inferx_core.load.transport.limits import ensure_concurrency_fits
 ensure_concurrency_fits(400)  # fits once the soft limit is raised to the hard one
 print(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 try:

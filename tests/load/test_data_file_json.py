@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from inferx_core.cli.app import main
-from inferx_core.load.dataset import DatasetError, load_jsonl_dataset
-from inferx_core.load.dataset_formats import ColumnMap, load_dataset
-from inferx_core.load.session_trace import SessionTraceError, read_session_trace
-from inferx_core.load.traces import TraceError, read_mooncake
+from inferx_core.load.prompts.dataset import DatasetError, load_jsonl_dataset
+from inferx_core.load.prompts.dataset_formats import ColumnMap, load_dataset
+from inferx_core.load.prompts.session_trace import SessionTraceError, read_session_trace
+from inferx_core.load.prompts.traces import TraceError, read_mooncake
 
 DEEP = "[" * 100_000 + "]" * 100_000
 HOSTILE = {

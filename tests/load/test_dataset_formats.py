@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from inferx_core.load.dataset import DatasetError
-from inferx_core.load.dataset_formats import ColumnMap, load_dataset
-from inferx_core.load.tokenizer import LocalTokenizer
-from inferx_core.load.workload import WorkloadSpec, build_workload
+from inferx_core.load.prompts.dataset import DatasetError
+from inferx_core.load.prompts.dataset_formats import ColumnMap, load_dataset
+from inferx_core.load.prompts.workload import WorkloadSpec, build_workload
+from inferx_core.load.tokens.tokenizer import LocalTokenizer
 
 
 @pytest.fixture(scope="session")

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from inferx_core.cli.app import main
 from inferx_core.config.bounds import DATASET_LINE_BYTES
-from inferx_core.load.dataset import DatasetError, jsonl_lines, load_jsonl_dataset
-from inferx_core.load.dataset_formats import ColumnMap, load_dataset
+from inferx_core.load.prompts.dataset import DatasetError, jsonl_lines, load_jsonl_dataset
+from inferx_core.load.prompts.dataset_formats import ColumnMap, load_dataset
 
 MiB = 2**20
 

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from inferx_core.load import event_loop
-from inferx_core.load.chunks import BACKENDS
-from inferx_core.load.client import ConnectionPool
-from inferx_core.load.scheduler import LoadConfig, run_load
-from inferx_core.load.sse import use_json_backend
+from inferx_core.load.schedule.scheduler import LoadConfig, run_load
+from inferx_core.load.transport import event_loop
+from inferx_core.load.transport.chunks import BACKENDS
+from inferx_core.load.transport.client import ConnectionPool
+from inferx_core.load.transport.sse import use_json_backend
 from inferx_core.testing import ServerProcess
 
 HAVE_UVLOOP = event_loop.uvloop_module() is not None

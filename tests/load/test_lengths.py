@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inferx_core.load.lengths import (
+from inferx_core.load.prompts.lengths import (
     DEFAULT_LOGNORMAL_INPUT,
     DEFAULT_LOGNORMAL_OUTPUT,
     LengthSpec,

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inferx_core.config.validity import ValidityLimits
-from inferx_core.load.arrivals import arrival_intervals
-from inferx_core.load.client_load import ClientLoad, WorkerLoad
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.arrivals import arrival_intervals
+from inferx_core.load.schedule.client_load import ClientLoad, WorkerLoad
 from inferx_core.metrics.schedule import schedule_keeping
 from inferx_core.metrics.validity import Validity, assess
 

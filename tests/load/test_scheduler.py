@@ -11,9 +11,8 @@ from itertools import pairwise
 
 import pytest
 
-from inferx_core.load.client import ConnectionPool
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.scheduler import (
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.scheduler import (
     LoadConfig,
     LoadScheduler,
     PreparedRequest,
@@ -21,6 +20,7 @@ from inferx_core.load.scheduler import (
     arrival_intervals,
     run_load,
 )
+from inferx_core.load.transport.client import ConnectionPool
 from inferx_core.testing import ServerProcess
 
 MakeRequest = Callable[..., PreparedRequest]

@@ -9,9 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from inferx_core.load.server_tokenizer import ServerTokenizer
-from inferx_core.load.token_counter import resolve_token_counter
-from inferx_core.load.tokenizer import TokenizerError
+from inferx_core.load.tokens.counter import resolve_token_counter
+from inferx_core.load.tokens.server_tokenizer import ServerTokenizer
+from inferx_core.load.tokens.tokenizer import TokenizerError
 
 KEY = "sk-tokenize-test"
 

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from inferx_core.load.client import ConnectionPool
-from inferx_core.load.scheduler import LoadConfig, LoadScheduler, ScheduleResult
-from inferx_core.load.session_trace import (
+from inferx_core.load.prompts.session_trace import (
     SessionTraceError,
     TurnSpec,
     build_trace_sessions,
     read_session_trace,
 )
-from inferx_core.load.tokenizer import LocalTokenizer
+from inferx_core.load.schedule.scheduler import LoadConfig, LoadScheduler, ScheduleResult
+from inferx_core.load.tokens.tokenizer import LocalTokenizer
+from inferx_core.load.transport.client import ConnectionPool
 from inferx_core.testing import ServerProcess
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "workloads" / "sessions.jsonl"

@@ -12,10 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import inferx_core.load.scheduler as scheduler_module
-from inferx_core.load.client import ConnectionPool
-from inferx_core.load.scheduler import LoadConfig, LoadScheduler, ScheduleResult
-from inferx_core.load.sessions import (
+import inferx_core.load.schedule.scheduler as scheduler_module
+from inferx_core.load.prompts.sessions import (
     TURN_SEPARATOR,
     Session,
     ThinkTime,
@@ -25,7 +23,9 @@ from inferx_core.load.sessions import (
     conversation_text,
     cycle_sessions,
 )
-from inferx_core.load.tokenizer import LocalTokenizer
+from inferx_core.load.schedule.scheduler import LoadConfig, LoadScheduler, ScheduleResult
+from inferx_core.load.tokens.tokenizer import LocalTokenizer
+from inferx_core.load.transport.client import ConnectionPool
 from inferx_core.testing import ServerProcess
 
 REPLY = "tok " * 4  # the scripted server's reply to max_tokens=4

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inferx_core.load.tokenizer import LocalTokenizer
-from inferx_core.load.workload import WorkloadSpec, build_workload
+from inferx_core.load.prompts.workload import WorkloadSpec, build_workload
+from inferx_core.load.tokens.tokenizer import LocalTokenizer
 
 
 @pytest.fixture(scope="session")
@@ -53,7 +53,7 @@ def test_groups_share_their_prefix_and_lengths_stay_exact(
 
 
 def test_a_shared_prefix_without_a_tokenizer_is_refused() -> None:
-    from inferx_core.load.token_counter import EstimateCounter
+    from inferx_core.load.tokens.counter import EstimateCounter
 
     spec = WorkloadSpec(isl=64, osl=4, shared_prefix=32)
     with pytest.raises(ValueError, match="needs the model's tokenizer"):

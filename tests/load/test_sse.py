@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.sse import (
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.transport.sse import (
     CONTINUE,
     DONE,
     FAILED,

@@ -20,10 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inferx_core.load import chunks, connection, http_chunks, sse
-from inferx_core.load.connection import Connection
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.sse import StreamDecoder, json_backend, use_json_backend
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.transport import chunks, connection, http_chunks, sse
+from inferx_core.load.transport.connection import Connection
+from inferx_core.load.transport.sse import StreamDecoder, json_backend, use_json_backend
 
 BACKENDS = list(chunks.BACKENDS)
 

@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inferx_core.config.models import BenchConfig, LoadProfile, Workload
-from inferx_core.load.client import ConnectionPool, send_streaming_request
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.scheduler import LoadConfig
-from inferx_core.load.sse import (
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.scheduler import LoadConfig
+from inferx_core.load.transport.client import ConnectionPool, send_streaming_request
+from inferx_core.load.transport.sse import (
     DEFAULT_MAX_SSE_LINE_BYTES,
     FAILED,
     SSEEvent,

@@ -10,11 +10,16 @@ from typing import Any
 
 import pytest
 
-from inferx_core.load.client import ConnectionPool
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.scheduler import LoadConfig, LoadScheduler, PreparedRequest, ScheduleResult
-from inferx_core.load.sessions import Session, Turn
-from inferx_core.load.stages import Stage
+from inferx_core.load.prompts.sessions import Session, Turn
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.scheduler import (
+    LoadConfig,
+    LoadScheduler,
+    PreparedRequest,
+    ScheduleResult,
+)
+from inferx_core.load.schedule.stages import Stage
+from inferx_core.load.transport.client import ConnectionPool
 from inferx_core.metrics.dimensions import stage_stats
 from inferx_core.testing import ServerProcess
 

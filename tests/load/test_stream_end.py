@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from inferx_core.load.client import ConnectionPool, send_streaming_request
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.transport.client import ConnectionPool, send_streaming_request
 from inferx_core.testing import ServerProcess
 
 IDLE_S = 5.0

@@ -10,9 +10,14 @@ from typing import Any
 import pytest
 from tokenizer_fixtures import FakeTokenizeServer
 
-from inferx_core.load.server_tokenizer import ServerTokenizer, server_root
-from inferx_core.load.token_counter import EstimateCounter, resolve_token_counter
-from inferx_core.load.tokenizer import LocalTokenizer, TokenCounter, TokenizerError, is_tokenizer
+from inferx_core.load.tokens.counter import EstimateCounter, resolve_token_counter
+from inferx_core.load.tokens.server_tokenizer import ServerTokenizer, server_root
+from inferx_core.load.tokens.tokenizer import (
+    LocalTokenizer,
+    TokenCounter,
+    TokenizerError,
+    is_tokenizer,
+)
 
 # --------------------------------------------------------------------------
 # fixtures: the tokenizer file and a fake vLLM tokenize server (tokenizer_fixtures)

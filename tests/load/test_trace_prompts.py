@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inferx_core.load.token_counter import EstimateCounter
-from inferx_core.load.tokenizer import LocalTokenizer
-from inferx_core.load.trace_prompts import build_trace_workload, hash_block_ids
-from inferx_core.load.traces import TraceRequest
+from inferx_core.load.prompts.trace_prompts import build_trace_workload, hash_block_ids
+from inferx_core.load.prompts.traces import TraceRequest
+from inferx_core.load.tokens.counter import EstimateCounter
+from inferx_core.load.tokens.tokenizer import LocalTokenizer
 
 
 @pytest.fixture(scope="session")

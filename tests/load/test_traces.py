@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from inferx_core.config.models import Workload
 from inferx_core.config.trace_checks import parse_trace_window
 from inferx_core.errors import UserFacingError
-from inferx_core.load.traces import (
+from inferx_core.load.prompts.traces import (
     TraceError,
     TraceRequest,
     parse_datetime_ns,
@@ -227,8 +227,8 @@ def test_speedup_must_be_positive_and_rates_follow_the_replay() -> None:
 
 
 def test_session_trace_times_and_think_times_follow_window_and_speedup() -> None:
-    from inferx_core.load.session_trace import SessionSpec, TurnSpec
-    from inferx_core.load.traces import select_sessions
+    from inferx_core.load.prompts.session_trace import SessionSpec, TurnSpec
+    from inferx_core.load.prompts.traces import select_sessions
 
     def spec(start: float) -> SessionSpec:
         turns = (TurnSpec(4, 8, timestamp_s=start), TurnSpec(4, 8, think_time_s=3.0),

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 from inferx_core.cli.app import main
 from inferx_core.config.models import BenchConfig, LoadProfile, Workload
-from inferx_core.load.chunks import BACKENDS
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.sse import StreamDecoder, use_json_backend
-from inferx_core.load.usage import usage_disagreement
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.transport.chunks import BACKENDS
+from inferx_core.load.transport.sse import StreamDecoder, use_json_backend
+from inferx_core.load.transport.usage import usage_disagreement
 from inferx_core.metrics.summarize import summarize
 from inferx_core.pipeline.point import run_bench
 from inferx_core.results.files import read_result

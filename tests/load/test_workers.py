@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from inferx_core.load.client_load import ClientLoad, WorkerLoad
-from inferx_core.load.scheduler import LoadConfig, PreparedRequest, arrival_intervals
-from inferx_core.load.sessions import Session, Turn, cycle_sessions
+from inferx_core.load.prompts.sessions import Session, Turn, cycle_sessions
+from inferx_core.load.schedule.client_load import ClientLoad, WorkerLoad
+from inferx_core.load.schedule.scheduler import LoadConfig, PreparedRequest, arrival_intervals
 from inferx_core.load.workers.clock import ClockServer, clock_map, exchange
 from inferx_core.load.workers.files import records_path
 from inferx_core.load.workers.group import WorkerGroup

@@ -12,13 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizer_fixtures import FakeTokenizeServer
 
-import inferx_core.load.tokenizer as tokmod
-from inferx_core.load.dataset import DatasetError, load_jsonl_dataset
-from inferx_core.load.lengths import LengthSpec
-from inferx_core.load.server_tokenizer import ServerTokenizer
-from inferx_core.load.token_counter import EstimateCounter
-from inferx_core.load.tokenizer import LocalTokenizer
-from inferx_core.load.workload import PromptSpec, WorkloadSpec, build_workload
+import inferx_core.load.tokens.tokenizer as tokmod
+from inferx_core.load.prompts.dataset import DatasetError, load_jsonl_dataset
+from inferx_core.load.prompts.lengths import LengthSpec
+from inferx_core.load.prompts.workload import PromptSpec, WorkloadSpec, build_workload
+from inferx_core.load.tokens.counter import EstimateCounter
+from inferx_core.load.tokens.server_tokenizer import ServerTokenizer
+from inferx_core.load.tokens.tokenizer import LocalTokenizer
 
 # --------------------------------------------------------------------------
 # fixtures (hf_tok: tests/load/conftest.py)

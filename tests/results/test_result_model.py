@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.summarize import summarize
 from inferx_core.results.files import is_complete, read_result, write_result

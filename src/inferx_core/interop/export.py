@@ -19,7 +19,7 @@ from inferx_core.interop.inferencex import NotExportable, inferencex_aggregate, 
 from inferx_core.interop.metadata import resolve_metadata
 from inferx_core.interop.tabular import write_parquet, write_points_csv
 from inferx_core.interop.vllm_bench import vllm_bench_result
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
 from inferx_core.results.files import write_json_atomic
 from inferx_core.results.model import PointResultBase
 from inferx_core.results.read import (

@@ -22,7 +22,7 @@ from typing import Any
 
 from inferx_core.config.secrets import scrub
 from inferx_core.errors import UserFacingError
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.requests import request_metrics
 from inferx_core.results.model import PointResultBase
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.stats import percentile_word
 from inferx_core.results.flat import vllm_burstiness
 from inferx_core.results.model import PointResultBase

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.stages import StageWindow
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.stages import StageWindow
 from inferx_core.metrics.requests import request_metrics
 from inferx_core.metrics.stats import describe
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Literal
 
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.usage import is_token_count
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.transport.usage import is_token_count
 
 # usage: the server's usage block; chunk_tokens: the server's per-chunk token
 # counts; chunk_count: one token per content chunk (an estimate).

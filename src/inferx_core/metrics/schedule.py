@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
 
 __all__ = ["ScheduleKeeping", "schedule_keeping"]
 

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.usage import is_token_count
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.transport.usage import is_token_count
 from inferx_core.metrics.requests import (
     OutputTokenSource,
     RequestMetrics,

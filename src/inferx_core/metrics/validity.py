@@ -17,9 +17,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from inferx_core.config.validity import ValidityLimits
-from inferx_core.load.client_load import ClientLoad, WorkerLoad
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.usage import usage_disagreement
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.client_load import ClientLoad, WorkerLoad
+from inferx_core.load.transport.usage import usage_disagreement
 from inferx_core.metrics.schedule import ScheduleKeeping, schedule_keeping
 from inferx_core.metrics.stats import percentile_word
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from inferx_core._version import __version__
 from inferx_core.config.points import LoadPoint
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.validity import Validity
 from inferx_core.results.files import utc_now

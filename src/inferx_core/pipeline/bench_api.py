@@ -27,7 +27,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from inferx_core.load.progress import RequestListener, request_listener
+from inferx_core.load.schedule.progress import RequestListener, request_listener
 from inferx_core.pipeline import point
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from inferx_core.config.cpus import client_cores, split_cpus
 from inferx_core.config.models import BenchConfig
 from inferx_core.config.points import slug
 from inferx_core.launch.interrupts import handle_interrupts
-from inferx_core.load.client_load import pinned
-from inferx_core.load.token_counter import CounterResolution, resolve_token_counter
+from inferx_core.load.schedule.client_load import pinned
+from inferx_core.load.tokens.counter import CounterResolution, resolve_token_counter
 from inferx_core.pipeline.inputs import check_server_context, check_workload_files
 from inferx_core.pipeline.requests import BenchTarget, continuous_usage_for, discover_model
 from inferx_core.results.files import ensure_writable

@@ -26,11 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.launch.interrupts import cancel_on_interrupt, was_interrupted
-from inferx_core.load.client import ConnectionPool
-from inferx_core.load.client_load import ClientLoad, ClientLoadMeter, WorkerLoad
-from inferx_core.load.event_loop import run as run_event_loop
-from inferx_core.load.progress import LoadProgress
-from inferx_core.load.scheduler import LoadConfig, LoadScheduler, PreparedRequest, ScheduleResult
+from inferx_core.load.schedule.client_load import ClientLoad, ClientLoadMeter, WorkerLoad
+from inferx_core.load.schedule.progress import LoadProgress
+from inferx_core.load.schedule.scheduler import (
+    LoadConfig,
+    LoadScheduler,
+    PreparedRequest,
+    ScheduleResult,
+)
+from inferx_core.load.transport.client import ConnectionPool
+from inferx_core.load.transport.event_loop import run as run_event_loop
 from inferx_core.load.workers.clock import ClockServer
 from inferx_core.load.workers.group import WorkerGroup, Wrap
 from inferx_core.load.workers.placement import SrunPlacement, slurm_placement

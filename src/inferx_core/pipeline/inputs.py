@@ -15,8 +15,8 @@ from typing import Any
 from inferx_core.config.checks import check_fits_context
 from inferx_core.config.models import Workload
 from inferx_core.errors import UserFacingError
-from inferx_core.load.dataset_formats import ColumnMap, load_dataset
-from inferx_core.load.traces import check_trace_file
+from inferx_core.load.prompts.dataset_formats import ColumnMap, load_dataset
+from inferx_core.load.prompts.traces import check_trace_file
 
 
 class InputError(UserFacingError, ValueError):

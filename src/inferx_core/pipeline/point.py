@@ -21,11 +21,11 @@ from inferx_core.config.validity import ValidityLimits
 from inferx_core.launch.interrupts import (
     interrupted_by,
 )
-from inferx_core.load.limits import ensure_concurrency_fits
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.scheduler import LoadConfig, Ramp, ScheduleResult
-from inferx_core.load.stages import Stage
-from inferx_core.load.token_counter import CounterResolution
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.scheduler import LoadConfig, Ramp, ScheduleResult
+from inferx_core.load.schedule.stages import Stage
+from inferx_core.load.tokens.counter import CounterResolution
+from inferx_core.load.transport.limits import ensure_concurrency_fits
 from inferx_core.metrics.dimensions import stage_stats, turn_stats
 from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.summarize import summarize

@@ -14,16 +14,17 @@ from typing import Any
 
 from inferx_core.config.models import LoadProfile, Workload
 from inferx_core.config.points import LoadPoint
-from inferx_core.load.client import build_chat_payload, build_completions_payload
-from inferx_core.load.context_fit import ContextLimit, fitting_indices, keep_prompts, nothing_fits
-from inferx_core.load.lengths import LengthSpec
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.scheduler import PreparedRequest
-from inferx_core.load.session_trace import build_trace_sessions, read_session_trace
-from inferx_core.load.token_counter import CounterResolution
-from inferx_core.load.tokenizer import LocalTokenizer
-from inferx_core.load.trace_prompts import build_trace_workload
-from inferx_core.load.traces import (
+from inferx_core.load.prompts.context_fit import (
+    ContextLimit,
+    fitting_indices,
+    keep_prompts,
+    nothing_fits,
+)
+from inferx_core.load.prompts.lengths import LengthSpec
+from inferx_core.load.prompts.payloads import build_chat_payload, build_completions_payload
+from inferx_core.load.prompts.session_trace import build_trace_sessions, read_session_trace
+from inferx_core.load.prompts.trace_prompts import build_trace_workload
+from inferx_core.load.prompts.traces import (
     TraceError,
     TraceRequest,
     read_trace,
@@ -31,8 +32,12 @@ from inferx_core.load.traces import (
     select_sessions,
     trace_rate,
 )
-from inferx_core.load.workload import Workload as BuiltWorkload
-from inferx_core.load.workload import WorkloadSpec, build_workload
+from inferx_core.load.prompts.workload import Workload as BuiltWorkload
+from inferx_core.load.prompts.workload import WorkloadSpec, build_workload
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.scheduler import PreparedRequest
+from inferx_core.load.tokens.counter import CounterResolution
+from inferx_core.load.tokens.tokenizer import LocalTokenizer
 
 API_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 

@@ -31,7 +31,7 @@ from inferx_core.launch.readiness import (
     wait_until_ready,
 )
 from inferx_core.launch.resolve import cpu_split
-from inferx_core.load.client_load import pinned
+from inferx_core.load.schedule.client_load import pinned
 from inferx_core.metrics.search_model import SearchSummary
 from inferx_core.pipeline.assemble import PointSource, never_ran_result
 from inferx_core.pipeline.evals import run_evals
@@ -211,7 +211,7 @@ class _ServerSession:
         )
 
     def run_points(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
-        from inferx_core.load.token_counter import resolve_token_counter
+        from inferx_core.load.tokens.counter import resolve_token_counter
 
         assert self.handle is not None
         cfg, server, handle = self.plan.cfg, self.plan.server, self.handle

@@ -12,8 +12,8 @@ from __future__ import annotations
 from inferx_core.config.models import LoadProfile, Workload
 from inferx_core.config.points import LoadPoint
 from inferx_core.config.sessions import ThinkTimeConfig
-from inferx_core.load.sessions import ThinkTime, build_sessions, cycle_sessions
-from inferx_core.load.token_counter import CounterResolution
+from inferx_core.load.prompts.sessions import ThinkTime, build_sessions, cycle_sessions
+from inferx_core.load.tokens.counter import CounterResolution
 from inferx_core.pipeline.requests import BenchTarget, Requests, prompts_for, warmup_for
 
 __all__ = ["build_session_requests", "think_time"]

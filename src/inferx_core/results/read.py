@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from inferx_core.config.parsing import ParseError, loads_json, read_bounded
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
 from inferx_core.results.files import REQUESTS_SUFFIX, RESULT_SUFFIX, TELEMETRY_SUFFIX
 from inferx_core.results.model import PointResultBase, ResultSchemaError, parse_result
 

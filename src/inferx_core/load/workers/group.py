@@ -8,7 +8,7 @@ the engine watchdog) until every worker ended. Ctrl-C (a ``KeyboardInterrupt``
 here) and an abort reason (the engine died, a worker died) stop the workers
 with SIGTERM: they mark their in-flight requests cancelled and flush, so every
 finished record is kept. The result is one merged
-:class:`~inferx_core.load.scheduler.ScheduleResult`.
+:class:`~inferx_core.load.schedule.scheduler.ScheduleResult`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from inferx_core.load.client_load import WorkerLoad
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.scheduler import ScheduleResult
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.client_load import WorkerLoad
+from inferx_core.load.schedule.scheduler import ScheduleResult
 from inferx_core.load.workers.clock import boot_id, unix_offset_ns
 from inferx_core.load.workers.files import (
     GO_NAME,

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from inferx_core.load.client_load import WorkerLoad
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.scheduler import ScheduleResult
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.client_load import WorkerLoad
+from inferx_core.load.schedule.scheduler import ScheduleResult
 from inferx_core.load.workers.clock import ClockMap
 from inferx_core.load.workers.plan import LoadSplit, WorkerShare
 

@@ -26,9 +26,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from inferx_core.config.cpus import client_cores
-from inferx_core.load.scheduler import LoadConfig, PreparedRequest, arrival_intervals
-from inferx_core.load.sessions import Session, cycle_sessions
-from inferx_core.load.units import Unit
+from inferx_core.load.prompts.sessions import Session, cycle_sessions
+from inferx_core.load.schedule.scheduler import LoadConfig, PreparedRequest, arrival_intervals
+from inferx_core.load.schedule.units import Unit
 
 #: Most workers chosen by default; more is allowed when asked for.
 AUTO_MAX_WORKERS = 8
@@ -149,7 +149,7 @@ def with_arrival_times(requests: Iterable[Unit], config: LoadConfig) -> tuple[li
     """The requests with ``at_s`` set from the arrival process (kept where already set).
 
     The first arrival is at 0, each next one a gap later, exactly as
-    :class:`~inferx_core.load.scheduler.LoadScheduler` draws them; with a
+    :class:`~inferx_core.load.schedule.scheduler.LoadScheduler` draws them; with a
     duration only the arrivals before it are kept (a later one is never sent);
     the flag says that some were left out so.
     """

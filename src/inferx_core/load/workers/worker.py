@@ -3,7 +3,7 @@
 It maps its clock onto the parent's, connects and runs its warmup share,
 writes ``ready-W.json``, waits for ``go.json`` (the common start), sleeps
 until that instant and runs its share of the measured load with
-:class:`~inferx_core.load.scheduler.LoadScheduler` from that origin. Every
+:class:`~inferx_core.load.schedule.scheduler.LoadScheduler` from that origin. Every
 finished record is appended to ``records-W.jsonl`` and flushed at once, so a
 worker that dies loses only what was in flight. SIGTERM and SIGINT cancel
 the load the way Ctrl-C cancels one process: in-flight records are marked
@@ -24,11 +24,11 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
-from inferx_core.load.client import ConnectionPool
-from inferx_core.load.client_load import ClientLoadMeter
-from inferx_core.load.event_loop import run as run_event_loop
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.scheduler import LoadScheduler, ScheduleResult
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.client_load import ClientLoadMeter
+from inferx_core.load.schedule.scheduler import LoadScheduler, ScheduleResult
+from inferx_core.load.transport.client import ConnectionPool
+from inferx_core.load.transport.event_loop import run as run_event_loop
 from inferx_core.load.workers.clock import ClockMap, clock_map, unix_offset_ns
 from inferx_core.load.workers.files import (
     GO_NAME,

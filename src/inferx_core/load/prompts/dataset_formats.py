@@ -1,6 +1,6 @@
 """Dataset files beyond InferX's JSONL: ShareGPT JSON, JSON arrays, Parquet, HF ``save_to_disk``.
 
-Every format becomes the same :class:`~inferx_core.load.dataset.DatasetRecord`
+Every format becomes the same :class:`~inferx_core.load.prompts.dataset.DatasetRecord`
 list, so lengths are still measured with the model's tokenizer:
 
 - ShareGPT (``[{"conversations": [{"from": "human", "value": ...}, {"from": "gpt",
@@ -22,7 +22,7 @@ from typing import Any
 
 from inferx_core.config.bounds import DATASET_LINE_BYTES
 from inferx_core.config.parsing import ParseError, loads_data_json
-from inferx_core.load.dataset import (
+from inferx_core.load.prompts.dataset import (
     DatasetError,
     DatasetRecord,
     check_record_size,

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any
 
-from inferx_core.load.arrivals import arrival_intervals
-from inferx_core.load.units import gather_or_cancel
+from inferx_core.load.schedule.arrivals import arrival_intervals
+from inferx_core.load.schedule.units import gather_or_cancel
 
 __all__ = ["Slots", "Stage", "StageWindow", "StagedDispatch"]
 

@@ -2,19 +2,19 @@
 
 Two layers:
 
-* :class:`SSEParser` (:mod:`inferx_core.load.sse_parser`) turns bytes (split
+* :class:`SSEParser` (:mod:`inferx_core.load.transport.sse_parser`) turns bytes (split
   anywhere) into events, following the WHATWG event-stream rules: LF, CRLF and
   CR line ends, ``:`` comments, multi-line ``data``, ``event`` names, blank line
   dispatches; a line over its limit is refused.
 * :class:`StreamDecoder` applies the events of one response to a
-  :class:`~inferx_core.load.records.RequestRecord`: which chunks carry
+  :class:`~inferx_core.load.records.request.RequestRecord`: which chunks carry
   generated content (the TTFT/ITL clock), usage, finish reason, and errors
   sent inside a 200 stream.
 
 Both run inside the client's ``data_received`` callback, once per network
 read, so they are written for low per-event cost: a read made only of whole
 ``data:`` events is split in one step, and each event's JSON is decoded by
-the fastest decoder installed (:mod:`inferx_core.load.chunks`: msgspec or
+the fastest decoder installed (:mod:`inferx_core.load.transport.chunks`: msgspec or
 the standard library; identical records with each).
 """
 
@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from inferx_core.load.chunks import (
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.transport.chunks import (
     BACKENDS,
     DEFAULT_BACKEND,
     ChunkInfo,
@@ -35,14 +36,13 @@ from inferx_core.load.chunks import (
     struct_is_content,
     struct_reply_text,
 )
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.sse_parser import (
+from inferx_core.load.transport.sse_parser import (
     DEFAULT_MAX_SSE_LINE_BYTES,
     SSEEvent,
     SSELineTooLong,
     SSEParser,
 )
-from inferx_core.load.usage import usage_disagreement, usage_value_problem
+from inferx_core.load.transport.usage import usage_disagreement, usage_value_problem
 
 __all__ = [
     "CONTINUE",
@@ -75,7 +75,7 @@ def json_backend() -> str:
 def use_json_backend(name: str | None = None) -> str:
     """Decode stream chunks with ``name`` (None: the default); returns the previous name.
 
-    Names are the keys of :data:`inferx_core.load.chunks.BACKENDS` (those
+    Names are the keys of :data:`inferx_core.load.transport.chunks.BACKENDS` (those
     installed here): ``msgspec``, ``json``.
     """
     global _backend, _typed, _decode

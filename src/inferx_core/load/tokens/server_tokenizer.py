@@ -19,7 +19,12 @@ from typing import Any, TypeVar
 import httpx
 import numpy as np
 
-from inferx_core.load.tokenizer import TokenizerBase, TokenizerError, TokenSource, choose_pools
+from inferx_core.load.tokens.tokenizer import (
+    TokenizerBase,
+    TokenizerError,
+    TokenSource,
+    choose_pools,
+)
 
 __all__ = ["ServerTokenizer", "server_root"]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from inferx_core.load.tokenizer import TokenCounter
+from inferx_core.load.tokens.tokenizer import TokenCounter
 
 __all__ = [
     "STREAM_INPUT",

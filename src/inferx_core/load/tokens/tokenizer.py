@@ -5,9 +5,9 @@ the engine sees for ``text`` sent as a completions prompt, *including* the
 special tokens the tokenizer adds (e.g. BOS). ``encode(text)`` returns the ids
 *without* those added tokens, and ``decode(ids)`` is its inverse.
 
-The engine's own endpoints are :mod:`inferx_core.load.server_tokenizer`; the
+The engine's own endpoints are :mod:`inferx_core.load.tokens.server_tokenizer`; the
 estimate and the choice between the three sources are
-:mod:`inferx_core.load.token_counter`.
+:mod:`inferx_core.load.tokens.counter`.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ class TokenizerBase:
     """count/encode/decode/measure built on two primitives per source.
 
     Shared by :class:`LocalTokenizer` and
-    :class:`~inferx_core.load.server_tokenizer.ServerTokenizer`.
+    :class:`~inferx_core.load.tokens.server_tokenizer.ServerTokenizer`.
     """
 
     _affix_cache: tuple[int, int] | Literal["unset"] | None = "unset"

@@ -15,10 +15,10 @@ measured completion. ``duration_s`` stops dispatching; requests in flight
 then finish and count.
 
 The units dispatched are requests (:class:`PreparedRequest`) or multi-turn
-sessions (:class:`~inferx_core.load.sessions.Session`): a session holds its
+sessions (:class:`~inferx_core.load.prompts.sessions.Session`): a session holds its
 slot (closed loop) or arrives (open loop) as one unit and sends its turns
 one after the other, each when the previous reply ended plus its think time
-(or at its trace timestamp). ``stages`` (:mod:`inferx_core.load.stages`)
+(or at its trace timestamp). ``stages`` (:mod:`inferx_core.load.schedule.stages`)
 run several load levels in order within one point.
 
 Cancellation: :meth:`LoadScheduler.stop` stops gracefully (optionally
@@ -39,14 +39,14 @@ from dataclasses import dataclass, field
 from time import perf_counter_ns, time_ns
 from typing import Literal
 
-from inferx_core.load.arrivals import Ramp, arrival_intervals
-from inferx_core.load.client import ConnectionPool, send_streaming_request
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.session_dispatch import SessionDispatch
-from inferx_core.load.sessions import Session
-from inferx_core.load.sse import DEFAULT_MAX_SSE_LINE_BYTES
-from inferx_core.load.stages import Slots, Stage, StagedDispatch, StageWindow
-from inferx_core.load.units import PreparedRequest, Unit, gather_or_cancel
+from inferx_core.load.prompts.sessions import Session
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.arrivals import Ramp, arrival_intervals
+from inferx_core.load.schedule.session_dispatch import SessionDispatch
+from inferx_core.load.schedule.stages import Slots, Stage, StagedDispatch, StageWindow
+from inferx_core.load.schedule.units import PreparedRequest, Unit, gather_or_cancel
+from inferx_core.load.transport.client import ConnectionPool, send_streaming_request
+from inferx_core.load.transport.sse import DEFAULT_MAX_SSE_LINE_BYTES
 
 __all__ = [
     "LoadConfig",

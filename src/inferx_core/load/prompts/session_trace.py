@@ -29,10 +29,10 @@ from typing import Any, Literal
 
 from inferx_core.config.parsing import ParseError, loads_data_json
 from inferx_core.errors import UserFacingError
-from inferx_core.load.prompt_text import content_values
-from inferx_core.load.sessions import Session, Turn, exact_length_texts, sessions_workload
-from inferx_core.load.tokenizer import TokenCounter
-from inferx_core.load.workload import Workload
+from inferx_core.load.prompts.prompt_text import content_values
+from inferx_core.load.prompts.sessions import Session, Turn, exact_length_texts, sessions_workload
+from inferx_core.load.prompts.workload import Workload
+from inferx_core.load.tokens.tokenizer import TokenCounter
 
 __all__ = [
     "SessionSpec",

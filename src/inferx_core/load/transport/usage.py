@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
 
 __all__ = ["is_token_count", "usage_disagreement", "usage_value_problem"]
 

@@ -9,7 +9,7 @@ a streamed chunk costs one callback and no task wake-up, and every chunk is
 stamped with ``perf_counter_ns()`` the moment its bytes are handed to
 Python, before any parsing. The awaiting task wakes once per request.
 The connection and its response parser are
-:mod:`inferx_core.load.connection`; this module holds the request payloads,
+:mod:`inferx_core.load.transport.connection`; this module holds the request payloads,
 the connection pool and the request function.
 
 Scope: ``POST`` of a JSON body, a streamed (SSE) answer, keep-alive
@@ -27,16 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import json
 import ssl as _ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from time import perf_counter_ns
-from typing import Any
 from urllib.parse import urlsplit
 
-from inferx_core.load.connection import RETRY, Connection
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.sse import DEFAULT_MAX_SSE_LINE_BYTES
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.transport.connection import RETRY, Connection
+from inferx_core.load.transport.sse import DEFAULT_MAX_SSE_LINE_BYTES
 
 #: Errors that are the client's: out of file descriptors, buffers or local ports.
 CLIENT_RESOURCE_ERRNOS = frozenset(
@@ -44,95 +42,11 @@ CLIENT_RESOURCE_ERRNOS = frozenset(
 )
 
 __all__ = [
-    "CHAT_PATH",
-    "COMPLETIONS_PATH",
     "ConnectionPool",
-    "build_chat_payload",
-    "build_completions_payload",
     "send_streaming_request",
 ]
 
-COMPLETIONS_PATH = "/v1/completions"
-CHAT_PATH = "/v1/chat/completions"
-
 _READ_SIZE = 256 * 1024  # bytes per socket read
-
-
-def _json_bytes(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def _base_body(
-    model: str,
-    max_tokens: int,
-    ignore_eos: bool,
-    temperature: float,
-    include_usage: bool,
-    continuous_usage: bool = False,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "model": model,
-        "max_tokens": max_tokens,
-        "temperature": temperature,
-        "stream": True,
-    }
-    if include_usage:
-        body["stream_options"] = {"include_usage": True}
-        if continuous_usage:
-            # vLLM then reports usage on every chunk: tokens per chunk, per-token ITL.
-            body["stream_options"]["continuous_usage_stats"] = True
-    if ignore_eos:
-        # Forces the output length (vLLM, SGLang, TRT-LLM, llama.cpp accept it).
-        body["ignore_eos"] = True
-    return body
-
-
-def build_completions_payload(
-    model: str,
-    prompt: str | Sequence[int],
-    max_tokens: int,
-    *,
-    ignore_eos: bool = True,
-    temperature: float = 0.0,
-    include_usage: bool = True,
-    continuous_usage: bool = False,
-    extra_body: Mapping[str, Any] | None = None,
-) -> bytes:
-    """JSON body for a streamed ``/v1/completions`` request.
-
-    ``prompt`` may be text or a list of token ids. ``extra_body`` keys are
-    added last and override the defaults.
-    """
-    body = _base_body(model, max_tokens, ignore_eos, temperature, include_usage, continuous_usage)
-    body["prompt"] = prompt if isinstance(prompt, str) else list(prompt)
-    if extra_body:
-        body.update(extra_body)
-    return _json_bytes(body)
-
-
-def build_chat_payload(
-    model: str,
-    messages: str | Sequence[Mapping[str, Any]],
-    max_tokens: int,
-    *,
-    ignore_eos: bool = True,
-    temperature: float = 0.0,
-    include_usage: bool = True,
-    continuous_usage: bool = False,
-    extra_body: Mapping[str, Any] | None = None,
-) -> bytes:
-    """JSON body for a streamed ``/v1/chat/completions`` request.
-
-    A plain string becomes one user message.
-    """
-    body = _base_body(model, max_tokens, ignore_eos, temperature, include_usage, continuous_usage)
-    if isinstance(messages, str):
-        body["messages"] = [{"role": "user", "content": messages}]
-    else:
-        body["messages"] = [dict(m) for m in messages]
-    if extra_body:
-        body.update(extra_body)
-    return _json_bytes(body)
 
 
 class ConnectionPool:

@@ -10,7 +10,7 @@ Formats (``docs/workloads.md`` has the exact field semantics):
   ``TIMESTAMP`` (a datetime such as ``2023-11-16 18:15:46.6805900``),
   ``ContextTokens`` and ``GeneratedTokens``; other columns are ignored.
 * ``inferx``: InferX's session trace (agentic sessions of turns), read by
-  :mod:`inferx_core.load.session_trace`; :func:`select_sessions` windows and
+  :mod:`inferx_core.load.prompts.session_trace`; :func:`select_sessions` windows and
   speeds up its sessions the same way.
 
 Times count from the trace's earliest request. :func:`select_requests`
@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from inferx_core.config.parsing import ParseError, loads_data_json
 from inferx_core.errors import UserFacingError
-from inferx_core.load.session_trace import SessionSpec, read_session_trace
+from inferx_core.load.prompts.session_trace import SessionSpec, read_session_trace
 
 __all__ = [
     "BLOCK_TOKENS",
@@ -222,7 +222,7 @@ def read_trace(path: str | Path, trace_format: TraceFormat) -> list[TraceRequest
 def _read_inferx(path: str | Path) -> list[TraceRequest]:
     raise TraceError(
         f"{path}: an inferx session trace replays as sessions of turns, not as flat requests; "
-        "read it with inferx_core.load.session_trace.read_session_trace"
+        "read it with inferx_core.load.prompts.session_trace.read_session_trace"
     )
 
 

@@ -6,7 +6,7 @@ inside ``data_received``, so a streamed chunk costs one callback and no task
 wake-up, and every chunk is stamped with ``perf_counter_ns()`` the moment its
 bytes are handed to Python, before any parsing. The pool that opens and
 reuses connections, and the request function, are in
-:mod:`inferx_core.load.client`.
+:mod:`inferx_core.load.transport.client`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import asyncio
 from collections.abc import Callable
 from time import perf_counter_ns
 
-from inferx_core.load.http_chunks import CHUNKED_STATE, ChunkedBody
-from inferx_core.load.http_reply import parse_headers, parse_status_line, unusable_reply
-from inferx_core.load.records import ErrorKind, RequestRecord
-from inferx_core.load.sse import DEFAULT_MAX_SSE_LINE_BYTES, DONE, FAILED, StreamDecoder
+from inferx_core.load.records.request import ErrorKind, RequestRecord
+from inferx_core.load.transport.http_chunks import CHUNKED_STATE, ChunkedBody
+from inferx_core.load.transport.http_reply import parse_headers, parse_status_line, unusable_reply
+from inferx_core.load.transport.sse import DEFAULT_MAX_SSE_LINE_BYTES, DONE, FAILED, StreamDecoder
 
 __all__ = ["RETRY", "SETTLED", "Connection"]
 

@@ -1,7 +1,7 @@
 """Workloads: the prompts a run sends, each with its measured token count.
 
 Random prompts (``kind='random'`` or ``'lognormal'``; the text itself comes
-from :mod:`inferx_core.load.prompt_text`) are built from seeded
+from :mod:`inferx_core.load.prompts.prompt_text`) are built from seeded
 random token ids so that prompts share no prefix beyond a token or two
 (prefix caching cannot help; ``unique_prefix`` makes the very first tokens
 differ too), then made to hit their target length exactly:
@@ -19,7 +19,7 @@ Length conventions:
   (read it from the server's ``usage.prompt_tokens``).
 
 Dataset prompts (``kind='dataset'``) come from a JSONL file
-(:mod:`inferx_core.load.dataset`).
+(:mod:`inferx_core.load.prompts.dataset`).
 
 With only an estimate counter exact lengths are impossible: prompts are word
 text cut to the estimated target and the workload is flagged ``estimated``.
@@ -40,20 +40,20 @@ import numpy as np
 
 from inferx_core.config.bounds import DATASET_LINE_BYTES
 from inferx_core.errors import UserFacingError
-from inferx_core.load.dataset import (
+from inferx_core.load.prompts.dataset import (
     DatasetRecord,
     Message,
     bad_record,
     message_texts,
 )
-from inferx_core.load.dataset_formats import ColumnMap, load_dataset
-from inferx_core.load.lengths import (
+from inferx_core.load.prompts.dataset_formats import ColumnMap, load_dataset
+from inferx_core.load.prompts.lengths import (
     DEFAULT_LOGNORMAL_INPUT,
     DEFAULT_LOGNORMAL_OUTPUT,
     LengthSpec,
     sample_lengths,
 )
-from inferx_core.load.prompt_text import (
+from inferx_core.load.prompts.prompt_text import (
     STREAM_INPUT,
     STREAM_OUTPUT,
     content_values,
@@ -61,7 +61,7 @@ from inferx_core.load.prompt_text import (
     fitted_word_texts,
     stream_rng,
 )
-from inferx_core.load.tokenizer import TokenCounter, TokenSource, is_tokenizer
+from inferx_core.load.tokens.tokenizer import TokenCounter, TokenSource, is_tokenizer
 
 WorkloadKind = Literal["random", "lognormal", "dataset"]
 Api = Literal["completions", "chat"]
@@ -103,7 +103,7 @@ class WorkloadSpec:
     """What to build.
 
     ``random``: input/output lengths drawn with ``semantics`` around ``isl`` /
-    ``osl`` (see :mod:`inferx_core.load.lengths`). ``lognormal``: lengths from
+    ``osl`` (see :mod:`inferx_core.load.prompts.lengths`). ``lognormal``: lengths from
     ``input_lognormal`` / ``output_lognormal``. ``dataset``: prompts from the
     JSONL file ``dataset_path``; records without ``output_len`` get an output
     length drawn like ``random``.

@@ -14,9 +14,9 @@ import asyncio
 from time import perf_counter_ns
 from typing import Any
 
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.sessions import Session, turn_payload, turn_record
-from inferx_core.load.units import PreparedRequest
+from inferx_core.load.prompts.sessions import Session, turn_payload, turn_record
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.units import PreparedRequest
 
 __all__ = ["SessionDispatch"]
 

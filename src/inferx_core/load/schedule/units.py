@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.sessions import Session
+from inferx_core.load.prompts.sessions import Session
+from inferx_core.load.records.request import RequestRecord
 
 __all__ = ["PreparedRequest", "Unit", "gather_or_cancel"]
 

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from inferx_core.errors import UserFacingError
-from inferx_core.load.workload import PromptSpec, Workload
+from inferx_core.load.prompts.workload import PromptSpec, Workload
 
 __all__ = ["ContextLimit", "OverContextError", "fitting_indices", "keep_prompts"]
 

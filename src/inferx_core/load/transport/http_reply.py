@@ -1,14 +1,14 @@
 """Pure readers of an HTTP/1.x reply: status line, headers, and unusable bodies.
 
 The stateful response parser that calls these is
-:class:`inferx_core.load.connection.Connection`.
+:class:`inferx_core.load.transport.connection.Connection`.
 """
 
 from __future__ import annotations
 
 import json
 
-from inferx_core.load.records import ErrorKind
+from inferx_core.load.records.request import ErrorKind
 
 __all__ = ["parse_headers", "parse_status_line", "unusable_reply"]
 

@@ -4,11 +4,11 @@ Three sources, tried in this order by :func:`resolve_token_counter`:
 
 ``server``
     the engine's own tokenizer endpoint
-    (:class:`~inferx_core.load.server_tokenizer.ServerTokenizer`; the truth:
+    (:class:`~inferx_core.load.tokens.server_tokenizer.ServerTokenizer`; the truth:
     it is what the engine will count).
 ``local``
     a ``tokenizer.json`` file (or a model directory holding one) loaded with
-    the ``tokenizers`` library (:class:`~inferx_core.load.tokenizer.LocalTokenizer`).
+    the ``tokenizers`` library (:class:`~inferx_core.load.tokens.tokenizer.LocalTokenizer`).
 ``estimate``
     ``ceil(chars / 4)`` or ``ceil(words * 1.3)``; every number it gives is an
     estimate and is flagged as such.
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferx_core.load.server_tokenizer import ServerTokenizer
-from inferx_core.load.tokenizer import (
+from inferx_core.load.tokens.server_tokenizer import ServerTokenizer
+from inferx_core.load.tokens.tokenizer import (
     EstimateMethod,
     LocalTokenizer,
     TokenCounter,

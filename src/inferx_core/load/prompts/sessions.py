@@ -28,16 +28,16 @@ from typing import Any, Literal
 
 import numpy as np
 
-from inferx_core.load.client import (
+from inferx_core.load.prompts.payloads import (
     CHAT_PATH,
     COMPLETIONS_PATH,
     build_chat_payload,
     build_completions_payload,
 )
-from inferx_core.load.prompt_text import exact_random_texts, fitted_word_texts, stream_rng
-from inferx_core.load.records import RequestRecord
-from inferx_core.load.tokenizer import TokenCounter, is_tokenizer
-from inferx_core.load.workload import PromptSpec, Workload, WorkloadSpec
+from inferx_core.load.prompts.prompt_text import exact_random_texts, fitted_word_texts, stream_rng
+from inferx_core.load.prompts.workload import PromptSpec, Workload, WorkloadSpec
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.tokens.tokenizer import TokenCounter, is_tokenizer
 
 __all__ = [
     "TURN_SEPARATOR",

@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-from inferx_core.load.records import RequestRecord
+from inferx_core.load.records.request import RequestRecord
 
 #: Seconds between two plain progress lines (no terminal).
 PLAIN_INTERVAL_S = 10.0

@@ -4,7 +4,7 @@
 ends, ``:`` comments, multi-line ``data``, ``event`` names, a blank line
 dispatches) with a size limit per line and per event, and costs time linear in
 its input however the reads split it. The stream decoder that applies events
-to a request record is :mod:`inferx_core.load.sse`.
+to a request record is :mod:`inferx_core.load.transport.sse`.
 """
 
 from __future__ import annotations

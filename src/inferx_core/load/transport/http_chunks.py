@@ -1,6 +1,6 @@
 """HTTP/1.1 chunked framing of a streamed reply body.
 
-:class:`ChunkedBody`, a part of :class:`~inferx_core.load.connection.Connection`,
+:class:`ChunkedBody`, a part of :class:`~inferx_core.load.transport.connection.Connection`,
 walks the framing byte by byte with its state carried between reads; a read
 that holds only whole chunks (the common case for a streamed reply) is
 unframed in one split instead (:func:`whole_chunks`).

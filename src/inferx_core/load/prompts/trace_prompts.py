@@ -7,7 +7,7 @@ A hash block id ``b`` becomes a deterministic block of exactly ``block_tokens``
 every request and every run with that seed. A request's prompt is its blocks'
 ids in order, cut to its input length, then decoded and fitted to exactly that
 length by the exact-length machinery of
-:func:`~inferx_core.load.prompt_text.exact_random_texts` (requests longer than
+:func:`~inferx_core.load.prompts.prompt_text.exact_random_texts` (requests longer than
 their blocks get unique random tokens after them). Requests whose leading
 ids are equal therefore start with the same ``k * block_tokens`` tokens.
 
@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from inferx_core.load.prompt_text import exact_random_texts, fitted_word_texts, stream_rng
-from inferx_core.load.tokenizer import TokenCounter, is_tokenizer
-from inferx_core.load.traces import BLOCK_TOKENS, TraceRequest
-from inferx_core.load.workload import PromptSpec, Workload, WorkloadSpec, require_decoding
+from inferx_core.load.prompts.prompt_text import exact_random_texts, fitted_word_texts, stream_rng
+from inferx_core.load.prompts.traces import BLOCK_TOKENS, TraceRequest
+from inferx_core.load.prompts.workload import PromptSpec, Workload, WorkloadSpec, require_decoding
+from inferx_core.load.tokens.tokenizer import TokenCounter, is_tokenizer
 
 __all__ = ["TraceWorkload", "build_trace_workload", "hash_block_ids"]
 

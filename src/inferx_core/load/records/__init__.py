@@ -1,0 +1,4 @@
+"""Typed records between the load's stages.
+
+What happened to one request.
+"""

@@ -1,0 +1,5 @@
+"""How it is sent.
+
+HTTP connections, the streamed reply, SSE parsing, chunk classification and the
+usage check.
+"""

@@ -180,7 +180,7 @@ def test_plan_output_is_not_run_through_the_repr_highlighter(
     """rich's highlighter is quadratic in a long word; the plan shows data, not reprs."""
     import rich.highlighter
 
-    from inferx_core.cli.run import render_plan
+    from inferx_core.cli.plan_view import render_plan
 
     def refuse(*_: Any) -> None:
         raise AssertionError("the plan went through the repr highlighter")
@@ -188,8 +188,9 @@ def test_plan_output_is_not_run_through_the_repr_highlighter(
     monkeypatch.setattr(rich.highlighter.ReprHighlighter, "highlight", refuse)
     spec = {"argv": ["vllm", "serve", "/" + "p" * 5000], "env": {}, "unset_env": [],
             "gpu_ids": [0], "warnings": ["w" * 5000]}  # fmt: skip
-    item = {"server": "s", "engine": "vllm", "plugin": "p", "spec": spec, "launcher": None,
-            "port_note": None, "port": 1, "fixes_applied": [], "points": ["a" * 200]}  # fmt: skip
+    item = {"server": "s", "engine": "vllm", "plugin": "p", "spec": spec, "port_note": None,
+            "port": 1, "fixes_applied": [], "points": ["a" * 200]}  # fmt: skip
+    item["launcher"] = {"launcher": "process", "argv": spec["argv"]}  # what describe() gives
     render_plan([item])
     assert "p" * 100 in capsys.readouterr().out
 

@@ -424,3 +424,21 @@ def test_bad_platform_file_exits_2_naming_the_field(tmp_path: Path) -> None:
     assert "accelerators.3.vendor" in proc.stderr
     assert "accelerators.5.memroy_total_mib" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_unknown_launcher_is_refused_alike_by_plan_and_run(tmp_path: Path) -> None:
+    """`inferx plan` shows the launch `inferx run` builds: an unknown launcher is an error in
+    both (it was `launcher: None` in the plan), naming the field and what to set it to."""
+    config = write(tmp_path, "engine: vllm\nmodel: m\nlauncher: kubernetes")
+    platform = str(PLATFORMS / "h100x8.json")
+    errors = set()
+    for args in (("plan",), ("plan", "--json"), ("run", "--dry-run"), ("run",)):
+        proc = inferx(*args, str(config), "--platform", platform)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        assert proc.stdout == "" or args == ("run",), (args, proc.stdout)
+        errors.add(proc.stderr.strip().splitlines()[-1])
+    (error,) = errors  # one message, whichever command meets it
+    assert "unknown launcher 'kubernetes' in the config's `launcher` field" in error
+    assert "known: docker, process" in error and "Set `launcher:` to one of them" in error
+    assert not (tmp_path / "results" / "servers").exists()  # nothing was launched

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ from inferx_core.cli.db import add_db_arguments, db_ingester
 from inferx_core.cli.demo import register_demo
 from inferx_core.cli.interop import add_export_arguments, point_exporter, print_export_report
 from inferx_core.cli.numbers import Bounds, number
+from inferx_core.cli.plan_view import render_plan
 from inferx_core.cli.validity import add_validity_arguments, failed_points
 from inferx_core.config.bounds import MAX_REPEATS
 
@@ -162,90 +162,22 @@ def plan(
     check_args: bool = False,
 ) -> list[dict[str, Any]]:
     """The resolved launch of every server configuration, without starting anything;
-    with ``check_args`` each argv is also parsed by the engine's own parser."""
-    from inferx_core.config.points import point_ids, server_id
+    with ``check_args`` each argv is also parsed by the engine's own parser.
+
+    Each is built by the planner ``inferx run`` uses (``plan_launch``, a deployment's
+    ``plan_deployment``), so a configuration the run refuses, the plan refuses too."""
+    from inferx_core.cli.plan_view import server_view
     from inferx_core.executors.deployment_plan import plan_deployment
-    from inferx_core.launch.resolve import resolve_launch
-    from inferx_core.pipeline.argv_check import check_argv
     from inferx_core.sdk.redact import redact
-    from inferx_core.sdk.registries import engine_registry, launchers
 
     plans = []
-    known_launchers = launchers(pm)
     for cfg in configs:
         if cfg.deployment is not None:
             planned = plan_deployment(cfg, pm, platform, output_dir=output_dir)
             plans.append(redact(planned.view(pm if check_args else None)))
-            continue
-        port = cfg.port or engine_registry(pm).get(cfg.engine).info.default_port
-        server = cfg.server().model_copy(update={"port": port})
-        resolved = resolve_launch(pm, server, platform, cfg.load)
-        run_dir = Path(output_dir or cfg.output_dir) / "servers" / server_id(cfg)
-        entry = known_launchers.get(server.launcher)
-        launcher_view = entry[1].factory().describe(resolved.spec, run_dir) if entry else None
-        plans.append(
-            redact(
-                {
-                    "server": server_id(cfg),
-                    "engine": cfg.engine,
-                    "plugin": resolved.plugin,
-                    "port": port,
-                    "port_note": None if cfg.port else "picked free at run time",
-                    "spec": resolved.spec.model_dump(mode="json"),
-                    "launcher": launcher_view,
-                    "fixes_applied": [f.model_dump() for f in resolved.applied_fixes],
-                    "fixes_not_applied": [
-                        d.model_dump() for d in resolved.decisions if not d.applied
-                    ],
-                    "points": [pid for _, pid in point_ids(cfg)],
-                    "num_gpus": len(resolved.spec.gpu_ids),
-                }
-                | (
-                    {"argv_check": check_argv(pm, server, resolved.spec).model_dump()}
-                    if check_args
-                    else {}
-                )
-            )
-        )
+        else:
+            plans.append(redact(server_view(cfg, pm, platform, output_dir, check_args=check_args)))
     return plans
-
-
-def render_plan(plans: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-
-    from inferx_core.cli.deployment_view import render_deployment
-    from inferx_core.pipeline.argv_check import describe
-    from inferx_core.sdk.argv_check import ArgvVerdict
-
-    # No repr highlighting: its regexes take time quadratic in a long word (a model path).
-    console = Console(width=None if sys.stdout.isatty() else 160, highlight=False)
-    for item in plans:
-        if "deployment" in item:
-            render_deployment(console, item)
-            continue
-        spec = item["spec"]
-        console.rule(f"[bold]{item['server']}[/] ({item['engine']} via {item['plugin']})")
-        argv = item["launcher"]["argv"] if item["launcher"] else spec["argv"]
-        console.print(shlex.join(argv), markup=False, highlight=False, soft_wrap=True)
-        for key, value in sorted(spec["env"].items()):
-            console.print(f"  env {key}={value}", markup=False, highlight=False)
-        if spec["unset_env"]:
-            console.print(f"  unset env {' '.join(spec['unset_env'])}", markup=False)
-        if item["port_note"]:  # one port story with --json: the shown port is a placeholder
-            console.print(
-                f"  port {item['port']}: the engine's default, shown here; no port is configured, "
-                "so the run picks a free one"
-            )
-        if spec["gpu_ids"]:
-            console.print(f"  gpus {spec['gpu_ids']}")
-        for warning in spec["warnings"]:
-            console.print(f"  [yellow]warning[/]: {warning}")
-        for fix in item["fixes_applied"]:
-            console.print(f"  [green]fix {fix['id']}[/]: {fix['why']}")
-        console.print(f"  points: {', '.join(item['points'])}")
-        if "argv_check" in item:
-            verdict = ArgvVerdict.model_validate(item["argv_check"])
-            console.print(f"  {describe(verdict)}", markup=False, highlight=False)
 
 
 def executor_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -52,7 +52,8 @@ def plan_launch(
     if entry is None:
         raise UserFacingError(
             f"unknown launcher {server.launcher!r} in the config's `launcher` field; "
-            f"known: {', '.join(sorted(known))}"
+            f"known: {', '.join(sorted(known))}. Set `launcher:` to one of them, or install "
+            "the plugin that provides it"
         )
     run_dir = Path(output_dir) / "servers" / server_id(cfg)
     return LaunchPlan(cfg, server, resolved, entry[1].factory(), run_dir)

@@ -12,14 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from inferx_core.analysis.cost import cost_per_million_tokens, tokens_per_mw
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.summarize import (
     LATENCY_METRICS,
-    cost_per_million_tokens,
     normalize_slos,
     request_metrics,
     summarize,
-    tokens_per_mw,
 )
 
 MS = 1_000_000

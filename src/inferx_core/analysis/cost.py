@@ -27,7 +27,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from inferx_core.metrics.summarize import cost_per_million_tokens, tokens_per_mw
 from inferx_core.results.model import PointResultBase
 
 Tier = Literal["owner", "neocloud", "rental"]
@@ -59,6 +58,26 @@ GPU_TYPES: tuple[str, ...] = tuple(USD_PER_GPU_HOUR)
 
 # Whole tokens only: "GH200" is not an H200 and "GB200" is not a B200.
 _GPU_RE = re.compile(r"(?<![A-Z0-9])(GB200|B200|H200|H100|MI300X|MI325X|MI355X)(?![A-Z0-9])")
+
+
+def cost_per_million_tokens(usd_per_gpu_hour: float, tok_s_per_gpu: float) -> float | None:
+    """$ per million tokens = ($/GPU/hour) / (tok/s/GPU * 3600 / 1e6); None when no tokens."""
+    if usd_per_gpu_hour < 0:
+        raise ValueError("usd_per_gpu_hour must be >= 0")
+    if tok_s_per_gpu < 0:
+        raise ValueError("tok_s_per_gpu must be >= 0")
+    if tok_s_per_gpu == 0:
+        return None
+    return usd_per_gpu_hour / (tok_s_per_gpu * 3600.0 / 1e6)
+
+
+def tokens_per_mw(tok_s_per_gpu: float, kw_per_gpu: float) -> float:
+    """Tokens/s per MW of provisioned power = tok/s/GPU * 1000 / (kW per GPU)."""
+    if kw_per_gpu <= 0:
+        raise ValueError("kw_per_gpu must be > 0")
+    if tok_s_per_gpu < 0:
+        raise ValueError("tok_s_per_gpu must be >= 0")
+    return tok_s_per_gpu * 1000.0 / kw_per_gpu
 
 
 def gpu_type_from_name(name: str | None) -> str | None:

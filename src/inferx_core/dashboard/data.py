@@ -1,9 +1,12 @@
 """The dashboard's points: from the results database or from result folders, one flat
 record each, in a compact columnar form the page's script reads.
 
-From folders every distinct result is a point (as ``inferx db ingest`` would store
-it), labelled by the folder it was found under, so a dashboard of two runs'
-folders compares the two like two labels of a database.
+From folders every distinct result is a point, read by
+:func:`~inferx_core.interop.folders.read_folders` (the results reader plus the vLLM
+and InferenceX importers; no database involved) and flattened to the database's
+row (:func:`~inferx_core.db.records.point_rows`: the page reads one shape from
+either source), labelled by the folder it was found under, so a dashboard of two
+runs' folders compares the two like two labels of a database.
 """
 
 from __future__ import annotations
@@ -39,17 +42,17 @@ def points_from_paths(
 ) -> list[dict[str, Any]]:
     """Every result under each folder (InferX, vLLM, InferenceX), labelled by the folder;
     files that could not be used are added to ``skipped`` as (path, why)."""
-    from inferx_core.db.ingest import collect
     from inferx_core.db.records import point_rows
+    from inferx_core.interop.folders import read_folders
 
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for entry in paths:
-        results, sources, unusable, _ = collect([entry])
+        found = read_folders([entry])
         if skipped is not None:
-            skipped += unusable
+            skipped += found.skipped
         label = Path(entry).name or str(entry)
-        for row in point_rows(results, sources):
+        for row in point_rows(found.results, found.sources):
             record = dict(zip(INDEX_COLUMNS, row.values, strict=True))
             record.update(power_valid=row.power_valid, labels=[label])
             if row.content_hash in seen:  # the same point in two folders is drawn once

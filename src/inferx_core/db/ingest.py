@@ -1,11 +1,10 @@
 """Result folders into the database: InferX results and vLLM / InferenceX files.
 
-InferX results are read with :func:`inferx_core.results.read.load_results`
-(schema-1 files are migrated); every distinct version of a point is stored
-(replicates of a point id give ``db regress`` its run-to-run spread). JSON
-files that are not InferX results are tried as vLLM ``bench serve`` results
-and InferenceX aggregates (:func:`inferx_core.interop.importers.import_file`);
-files of neither kind are listed as skipped with the reason.
+The folders are read by :func:`inferx_core.interop.folders.read_folders` (the
+reader the dashboard uses too): every distinct version of a point is stored
+(replicates of a point id give ``db regress`` its run-to-run spread); vLLM
+``bench serve`` results and InferenceX aggregates are imported; files of
+neither kind are listed as skipped with the reason.
 """
 
 from __future__ import annotations
@@ -15,65 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.db.store import IngestReport, ResultsDB
-from inferx_core.errors import UserFacingError
+from inferx_core.interop.folders import read_folders
 from inferx_core.results.model import PointResultBase
 
 __all__ = ["PointIngester", "ingest_paths"]
 
 
-def _imported(path: Path) -> tuple[list[PointResultBase], str | None]:
-    """(results, None) from a vLLM / InferenceX file; ([], why) for a broken one;
-    ([], "") for JSON of another kind (configs, platform files: ignored, not an error)."""
-    from inferx_core.interop.importers import import_data, read_import, sniff
-
-    try:
-        data = read_import(path)  # as strict as the result readers: NaN, nesting, size
-        if sniff(data) is None:
-            return [], ""
-        return list(import_data(data, path)), None
-    except UserFacingError as exc:
-        return [], str(exc)
-    except (ValueError, KeyError, TypeError) as exc:  # a file that sniffs right but is malformed
-        return [], f"{path}: cannot import: {exc}"
-
-
-def collect(
-    paths: Iterable[Path | str],
-) -> tuple[list[PointResultBase], dict[int, str], list[tuple[str, str]], list[str]]:
-    """(results, index -> source path, [(path, why skipped)], [ignored files]) under ``paths``."""
-    from inferx_core.results.read import NOT_A_RESULT, load_results
-
-    loaded = load_results(paths)
-    results: list[PointResultBase] = []
-    sources: dict[int, str] = {}
-    for pid in sorted(loaded.versions):
-        for i, version in enumerate(loaded.versions[pid]):
-            if i == 0 and pid in loaded.paths:  # the newest version is the one with a path
-                sources[len(results)] = str(loaded.paths[pid])
-            results.append(version)
-    skipped: list[tuple[str, str]] = []
-    ignored: list[str] = []
-    for path, why in loaded.skipped:
-        if not why.startswith(NOT_A_RESULT):
-            skipped.append((str(path), why))
-            continue
-        found, reason = _imported(Path(path))
-        if reason == "":
-            ignored.append(str(path))
-        elif reason is not None:
-            skipped.append((str(path), reason))
-        for result in found:
-            sources[len(results)] = str(path)
-            results.append(result)
-    return results, sources, skipped, ignored
-
-
 def ingest_paths(db: ResultsDB, paths: Iterable[Path | str], label: str | None) -> IngestReport:
     """Every result under ``paths`` into ``db`` (idempotent), with ``label``."""
-    results, sources, skipped, ignored = collect(paths)
-    report = db.ingest(results, label, sources)
-    report.skipped += skipped
-    report.ignored += ignored
+    found = read_folders(paths)
+    report = db.ingest(found.results, label, found.sources)
+    report.skipped += found.skipped
+    report.ignored += found.ignored
     return report
 
 

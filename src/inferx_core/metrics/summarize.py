@@ -49,11 +49,9 @@ __all__ = [
     "SLO_KEYS",
     "OutputTokenSource",
     "RequestMetrics",
-    "cost_per_million_tokens",
     "normalize_slos",
     "request_metrics",
     "summarize",
-    "tokens_per_mw",
 ]
 
 DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9)
@@ -449,23 +447,3 @@ def summarize(
     result = dict(f.data)
     result["null_reasons"] = dict(f.null_reasons)
     return result
-
-
-def cost_per_million_tokens(usd_per_gpu_hour: float, tok_s_per_gpu: float) -> float | None:
-    """$ per million tokens = ($/GPU/hour) / (tok/s/GPU * 3600 / 1e6); None when no tokens."""
-    if usd_per_gpu_hour < 0:
-        raise ValueError("usd_per_gpu_hour must be >= 0")
-    if tok_s_per_gpu < 0:
-        raise ValueError("tok_s_per_gpu must be >= 0")
-    if tok_s_per_gpu == 0:
-        return None
-    return usd_per_gpu_hour / (tok_s_per_gpu * 3600.0 / 1e6)
-
-
-def tokens_per_mw(tok_s_per_gpu: float, kw_per_gpu: float) -> float:
-    """Tokens/s per MW of provisioned power = tok/s/GPU * 1000 / (kW per GPU)."""
-    if kw_per_gpu <= 0:
-        raise ValueError("kw_per_gpu must be > 0")
-    if tok_s_per_gpu < 0:
-        raise ValueError("tok_s_per_gpu must be >= 0")
-    return tok_s_per_gpu * 1000.0 / kw_per_gpu

@@ -1,4 +1,8 @@
-"""Executors by name, from every plugin's ``inferx_executors`` answer."""
+"""Executors by name, from every plugin's ``inferx_executors`` answer.
+
+Conflicts are the one name registry's (``sdk.names``): a name offered by two
+plugins is an error naming both; ``local`` is this machine and no plugin's.
+"""
 
 from __future__ import annotations
 
@@ -8,24 +12,34 @@ from typing import Any
 from inferx_core.errors import UserFacingError
 from inferx_core.sdk.executor import LOCAL, Executor, ExecutorError, ExecutorInfo
 from inferx_core.sdk.manager import InferxPluginManager
+from inferx_core.sdk.names import NameConflictError, NameRegistry
 
 __all__ = ["executors", "get_executor"]
 
 
+class ExecutorConflictError(ExecutorError, NameConflictError):
+    """An executor name is registered by two plugins."""
+
+
+class ExecutorRegistry(NameRegistry[ExecutorInfo]):
+    """Executors by name; a name offered by two *plugins* is a conflict."""
+
+    def __init__(self) -> None:
+        super().__init__("executor", "plugin", {}, {})
+
+    def conflict_error(self, name: str) -> ExecutorConflictError:
+        return ExecutorConflictError(self.conflict_message(name))
+
+
 def executors(pm: InferxPluginManager) -> dict[str, tuple[str, ExecutorInfo]]:
     """Executors by name with their plugin; a name registered twice is an error naming both."""
-    found: dict[str, tuple[str, ExecutorInfo]] = {}
-    for plugin, infos in pm.call_each("inferx_executors"):
-        for info in infos:
-            if info.name == LOCAL:
-                raise ExecutorError(f"plugin {plugin!r} registers reserved executor name 'local'")
-            if info.name in found and found[info.name][0] != plugin:
-                raise ExecutorError(
-                    f"executor {info.name!r} is registered by both {found[info.name][0]!r} "
-                    f"and {plugin!r}"
-                )
-            found.setdefault(info.name, (plugin, info))
-    return found
+    answers = pm.call_each("inferx_executors")
+    for plugin, infos in answers:
+        if any(info.name == LOCAL for info in infos):
+            raise ExecutorError(f"plugin {plugin!r} registers reserved executor name 'local'")
+    registry = ExecutorRegistry()
+    registry.add_all((plugin, pm.distribution_of(plugin), infos) for plugin, infos in answers)
+    return registry.by_name()
 
 
 def get_executor(pm: InferxPluginManager, name: str, options: Mapping[str, Any]) -> Executor:

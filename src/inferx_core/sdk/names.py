@@ -6,7 +6,8 @@ Two owners claiming one name is a *conflict*: the name is kept aside and
 raises, naming both owners, when someone asks for it, so the other names stay
 usable. What counts as another owner is the registry's choice: for engines a
 different distribution (one distribution may register a name twice through
-two entry points), for launchers a different plugin.
+two entry points), for launchers, executors and evaluators a different plugin.
+A listing (``by_name``) is refused whole while a name is in conflict.
 """
 
 from __future__ import annotations
@@ -106,9 +107,25 @@ class NameRegistry(Generic[InfoT]):
             raise self.not_found_error(name)
         return self.entries[name]
 
+    def by_name(self) -> dict[str, tuple[str, InfoT]]:
+        """Every name with its plugin and info, for a listing that is refused whole
+        while any name is in conflict (the first conflict is raised)."""
+        if self.conflicts:
+            raise self.conflict_error(next(iter(self.conflicts)))
+        return {name: (e.plugin, e.info) for name, e in self.entries.items()}
+
+    def conflict_message(self, name: str) -> str:
+        """``<kind> 'x' is registered by both A and B``: the owners as this registry tells
+        them apart (plugin names, or distributions with their plugins)."""
+        entries = self.conflicts[name]
+        if self.clash_by == "plugin":
+            owners = " and ".join(repr(e.plugin) for e in entries)
+        else:
+            owners = " and ".join(e.owner for e in entries)
+        return f"{self.kind} {name!r} is registered by both {owners}"
+
     def conflict_error(self, name: str) -> NameConflictError:
-        owners = " and ".join(e.owner for e in self.conflicts[name])
-        return NameConflictError(f"{self.kind} {name!r} is registered by both {owners}")
+        return NameConflictError(self.conflict_message(name))
 
     def not_found_error(self, name: str) -> NameNotFoundError:
         known = ", ".join(sorted(self.entries)) or "none"
@@ -147,5 +164,4 @@ class LauncherRegistry(NameRegistry[LauncherInfo]):
         super().__init__("launcher", "plugin", {}, {})
 
     def conflict_error(self, name: str) -> LauncherConflictError:
-        plugins = " and ".join(repr(e.plugin) for e in self.conflicts[name])
-        return LauncherConflictError(f"launcher {name!r} is registered by both {plugins}")
+        return LauncherConflictError(self.conflict_message(name))

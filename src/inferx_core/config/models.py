@@ -41,6 +41,7 @@ from inferx_core.config.sessions import (
     ThinkTimeConfig,
     check_multi_turn_workload,
 )
+from inferx_core.config.speculative import SpeculativeConfig
 from inferx_core.config.trace_checks import (
     check_trace_load,
     check_trace_workload,
@@ -70,6 +71,9 @@ class ServerConfig(StrictModel):
         default=False, description="Off by default: random prompts must not hit a cache"
     )
     dtype: str | None = None
+    speculative: SpeculativeConfig | None = Field(
+        default=None, description="Speculative decoding (docs/speculative.md); None: off"
+    )
     engine_args: dict[str, ArgValue] = Field(
         default_factory=dict,
         description="Extra engine flags: {'enforce-eager': true, 'max-num-batched-tokens': 8192}",

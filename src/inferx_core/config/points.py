@@ -111,13 +111,14 @@ def point_id_for(prefix: str, workload: Workload, point: LoadPoint) -> str:
 
 
 def server_id(cfg: RunConfig) -> str:
-    """Readable and unique per server configuration: [name-]model-engine-parallelism."""
+    """Readable and unique per server configuration: [name-]model-engine-parallelism
+    [-kvDTYPE][-spec-METHOD-nTOKENS]."""
     par = cfg.parallelism
     model = cfg.model.rstrip("/").rsplit("/", 1)[-1]
     parts = [*([cfg.name] if cfg.name else []), model, cfg.engine]
     if cfg.deployment is not None:  # each role's own shape, not the base's parallelism
         parts.append(deployment_shape(cfg.deployment, par))
-        return checked_id(slug("-".join(parts)))
+        return checked_id(slug("-".join(parts + _spec_part(cfg))))
     parts.append(f"tp{par.tp}")
     if par.pp > 1:
         parts.append(f"pp{par.pp}")
@@ -127,7 +128,13 @@ def server_id(cfg: RunConfig) -> str:
         parts.append(f"ep{par.ep}")
     if cfg.kv_cache_dtype:
         parts.append(f"kv{cfg.kv_cache_dtype}")
-    return checked_id(slug("-".join(parts)))
+    return checked_id(slug("-".join(parts + _spec_part(cfg))))
+
+
+def _spec_part(cfg: RunConfig) -> list[str]:
+    """``spec-mtp-n3`` for speculative decoding (InferenceX's names carry ``spec-mtp``)."""
+    spec = cfg.speculative
+    return [f"spec-{spec.method}-n{spec.num_speculative_tokens}"] if spec is not None else []
 
 
 def point_ids(cfg: RunConfig) -> list[tuple[LoadPoint, str]]:

@@ -164,6 +164,7 @@ def known_from_result(result: PointResultBase) -> dict[str, Any]:
         "hw": _hardware(prov.platform),
         "framework": _FRAMEWORKS.get(str(engine), engine) if engine else None,
         "precision": _precision(config),
+        "spec_decoding": _spec_decoding(config),
         "model_prefix": model.rstrip("/").rsplit("/", 1)[-1].lower() or None,
         "image": (launch.get("spec") or {}).get("image") or config.get("image"),
         "isl": workload.get("isl") if random_workload else None,
@@ -173,6 +174,14 @@ def known_from_result(result: PointResultBase) -> dict[str, Any]:
         "pp": par.get("pp"),
         "dp_attention": str(par["dp_attention"]).lower() if "dp_attention" in par else None,
     }
+
+
+def _spec_decoding(config: Mapping[str, Any]) -> str | None:
+    """The config's speculative method (``mtp``...) as InferenceX's ``spec_decoding``; None
+    (the default ``none``) when the run asked for none."""
+    spec = config.get("speculative")
+    method = spec.get("method") if isinstance(spec, Mapping) else None
+    return str(method) if method else None
 
 
 def _role_gpus(result: PointResultBase) -> dict[str, Any]:

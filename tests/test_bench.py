@@ -12,7 +12,8 @@ from inferx_core.cli.app import main
 from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint
 from inferx_core.load.tokens.counter import resolve_token_counter
-from inferx_core.pipeline.point import BenchTarget, run_bench, run_point
+from inferx_core.pipeline.bench_api import run_bench
+from inferx_core.pipeline.point import BenchTarget, run_point
 from inferx_core.results.files import is_complete, read_result
 from inferx_core.results.model import parse_result
 from inferx_core.testing import ServerProcess

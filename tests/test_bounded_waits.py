@@ -25,7 +25,7 @@ from inferx_core.config.models import BenchConfig, LoadProfile, Workload
 from inferx_core.launch.readiness import ReadinessAuthError, wait_until_ready
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.transport.client import ConnectionPool, send_streaming_request
-from inferx_core.pipeline.point import run_bench
+from inferx_core.pipeline.bench_api import run_bench
 from inferx_core.sdk.probes import ReadinessProbe
 from inferx_core.testing import ServerProcess
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from inferx_core.cli.app import main
 from inferx_core.config.loader import load_config
 from inferx_core.config.models import BenchConfig, LoadProfile, RunConfig, Workload
-from inferx_core.pipeline.point import run_bench
+from inferx_core.pipeline.bench_api import run_bench
 from inferx_core.results.model import parse_result
 from inferx_core.testing import ServerProcess
 

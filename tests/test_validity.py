@@ -201,7 +201,7 @@ def test_invalid_fails_the_command_only_when_required() -> None:
 
 def test_every_bench_point_carries_its_verdict(tmp_path) -> None:
     from inferx_core.config.models import BenchConfig, LoadProfile, Workload
-    from inferx_core.pipeline.point import run_bench
+    from inferx_core.pipeline.bench_api import run_bench
     from inferx_core.results.files import read_result
     from inferx_core.testing import ServerProcess
 
@@ -224,7 +224,7 @@ def test_every_bench_point_carries_its_verdict(tmp_path) -> None:
 
 def test_receive_lag_against_the_servers_own_stamps(tmp_path) -> None:
     from inferx_core.config.models import BenchConfig, LoadProfile, Workload
-    from inferx_core.pipeline.point import run_bench
+    from inferx_core.pipeline.bench_api import run_bench
     from inferx_core.testing import ServerProcess
 
     with ServerProcess(ttft_ms=5, itl_ms=2, stamp=True) as server:

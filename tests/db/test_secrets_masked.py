@@ -34,7 +34,7 @@ from inferx_core.pipeline.assemble import (
     measured_result,
     never_ran_result,
 )
-from inferx_core.pipeline.point import run_bench
+from inferx_core.pipeline.bench_api import run_bench
 from inferx_core.results.model import parse_result
 from inferx_core.testing import SSETestServer
 from inferx_core.testing.server import ServerProtocol

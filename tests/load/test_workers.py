@@ -32,7 +32,7 @@ from inferx_core.load.workers.plan import (
     with_arrival_times,
 )
 from inferx_core.metrics.validity import assess
-from inferx_core.pipeline.drive import drive
+from inferx_core.pipeline.drive import DrivePlan, drive
 from inferx_core.pipeline.requests import BenchTarget, Requests
 from inferx_core.telemetry.recorder import TelemetryRecorder
 from inferx_core.testing import ServerProcess
@@ -48,10 +48,10 @@ def _requests(make_request, n: int, warmup: int = 2, **x_test) -> Requests:
 
 
 def _drive(server: ServerProcess, requests: Requests, config: LoadConfig, workers: int, **kw):
-    return drive(
-        BenchTarget(server.base_url, "test-model"), requests, config, label="t", total=None,
-        recorder=TelemetryRecorder([]), abort_check=None, progress=False, workers=workers, **kw,
-    )  # fmt: skip
+    target = BenchTarget(server.base_url, "test-model")
+    recorder = TelemetryRecorder([])
+    plan = DrivePlan(target, requests, config, recorder, "t", progress=False, workers=workers, **kw)
+    return drive(plan)
 
 
 def _kinds(records) -> list[tuple[int, str | None, int]]:

@@ -359,7 +359,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import json
     import sys
 
-    from inferx_core.pipeline.point import run_bench
+    from inferx_core.pipeline.bench import bench_points as run_bench
     from inferx_core.report.console import print_summary
 
     config = bench_config_from_args(args)

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from inferx_core.load.schedule.progress import RequestListener, request_listener
-from inferx_core.pipeline import point
+from inferx_core.pipeline.bench import bench_points
 
 if TYPE_CHECKING:
     from inferx_core.config.models import BenchConfig
@@ -52,7 +52,7 @@ def run_bench(
     """
     _refuse_running_loop()
     with request_listener(on_request):
-        return point.run_bench(config, on_point=on_point, progress=progress)
+        return bench_points(config, on_point=on_point, progress=progress)
 
 
 def _refuse_running_loop() -> None:

@@ -20,7 +20,6 @@ import itertools
 import socket
 import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,6 @@ from inferx_core.load.schedule.progress import LoadProgress
 from inferx_core.load.schedule.scheduler import (
     LoadConfig,
     LoadScheduler,
-    PreparedRequest,
     ScheduleResult,
 )
 from inferx_core.load.transport.client import ConnectionPool
@@ -47,21 +45,41 @@ from inferx_core.load.workers.plan import (
 )
 from inferx_core.pipeline.output_lock import SCRATCH_NAME, scratch_dir
 from inferx_core.pipeline.requests import BenchTarget, Requests
+from inferx_core.pipeline.session_plan import AbortCheck
 from inferx_core.telemetry.recorder import TelemetryRecorder
 
 ABORT_POLL_S = 0.25
 
-#: Called while a point runs; returns a reason to abort (e.g. "engine exited"), else None.
-AbortCheck = Callable[[], "str | None"]
+__all__ = ["AbortCheck", "Drive", "DrivePlan", "drive", "unanswered"]
+
+
+@dataclass(frozen=True)
+class DrivePlan:
+    """One point as the driver runs it: its requests under ``config`` against ``target``.
+
+    ``label`` and ``total`` are the progress bar's (``progress``: None shows it on a
+    terminal only); ``abort_check`` is the engine watchdog. ``workers`` > 1 (None:
+    ``auto_workers``) runs the point in that many processes (``wrap``: e.g. srun steps),
+    their files in ``workers_dir``, else ``output_dir/.inferx-tmp``, else ``/tmp``.
+    """
+
+    target: BenchTarget
+    requests: Requests
+    config: LoadConfig
+    recorder: TelemetryRecorder
+    label: str = "load"
+    total: int | None = None
+    abort_check: AbortCheck | None = None
+    progress: bool | None = None
+    workers: int | None = 1
+    workers_dir: Path | None = None
+    wrap: Wrap | None = None
+    output_dir: Path | None = None
 
 
 async def _run_scheduler(
-    target: BenchTarget,
-    measured: Any,
-    warmup: list[PreparedRequest],
-    config: LoadConfig,
+    plan: DrivePlan,
     progress: LoadProgress,
-    abort_check: AbortCheck | None,
     holder: list[LoadScheduler],
     meter: ClientLoadMeter | None = None,
 ) -> tuple[ScheduleResult, str | None]:
@@ -70,6 +88,7 @@ async def _run_scheduler(
     The scheduler goes into ``holder`` so that, after Ctrl-C, the caller can
     still read every record it finished (``scheduler.result``).
     """
+    abort_check = plan.abort_check
     abort_reason: str | None = None
 
     def on_complete(record: Any) -> None:
@@ -83,8 +102,14 @@ async def _run_scheduler(
                 abort_reason = reason
                 holder[0].stop(cancel_in_flight=True)
 
-    async with ConnectionPool(target.base_url, headers=target.headers) as pool:
-        scheduler = LoadScheduler(pool, measured, config, warmup=warmup, on_complete=on_complete)
+    async with ConnectionPool(plan.target.base_url, headers=plan.target.headers) as pool:
+        scheduler = LoadScheduler(
+            pool,
+            plan.requests.measured,
+            plan.config,
+            warmup=plan.requests.warmup,
+            on_complete=on_complete,
+        )
         holder.append(scheduler)
 
         async def watchdog() -> None:
@@ -107,12 +132,17 @@ async def _run_scheduler(
             with cancel_on_interrupt():  # SIGTERM/SIGHUP/Ctrl-C cancel this task, as asyncio.run
                 result = await scheduler.run()
         finally:
-            for task in (watch, probe):
-                if task is not None:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+            await _cancel(watch, probe)
     return result, abort_reason
+
+
+async def _cancel(*tasks: asyncio.Future[Any] | None) -> None:
+    """Cancel the helper tasks of a point and wait until they are gone."""
+    for task in tasks:
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 @dataclass
@@ -131,56 +161,32 @@ class Drive:
         ]
 
 
-def drive(
-    target: BenchTarget,
-    requests: Requests,
-    config: LoadConfig,
-    *,
-    label: str,
-    total: int | None,
-    recorder: TelemetryRecorder,
-    abort_check: AbortCheck | None,
-    progress: bool | None,
-    workers: int | None = 1,
-    workers_dir: Path | None = None,
-    wrap: Wrap | None = None,
-    output_dir: Path | None = None,
-) -> Drive:
+def drive(plan: DrivePlan) -> Drive:
     """Run the scheduler under telemetry; Ctrl-C keeps every finished record.
 
-    ``workers`` > 1 (None: ``auto_workers``): in that many processes (``wrap``: e.g. srun
-    steps), their files in ``workers_dir``, else ``output_dir/.inferx-tmp``, else ``/tmp``.
+    In worker processes when ``plan.workers`` (or a SLURM job's client nodes) asks for
+    them, else on this process's own event loop.
     """
     placement = slurm_placement()  # a SLURM job with client nodes: workers as srun steps
-    asked = workers or (placement.client_nodes if placement else auto_workers())
-    n = effective_workers(asked, config, requests.n_measured)
-    if n > 1 or wrap is not None or placement is not None:
-        return _drive_workers(
-            target, requests, config, n, label=label, total=total, recorder=recorder,
-            abort_check=abort_check, progress=progress, workers_dir=workers_dir,
-            wrap=wrap, placement=placement, output_dir=output_dir,
-        )  # fmt: skip
+    asked = plan.workers or (placement.client_nodes if placement else auto_workers())
+    n = effective_workers(asked, plan.config, plan.requests.n_measured)
+    if n > 1 or plan.wrap is not None or placement is not None:
+        return _drive_workers(plan, n, placement)
+    return _drive_here(plan)
+
+
+def _drive_here(plan: DrivePlan) -> Drive:
+    """:func:`drive` on this process's event loop."""
     holder: list[LoadScheduler] = []
     meter = ClientLoadMeter()
     meter.start()
     # Samplers start before the warmup so the measured window is covered at
     # both edges; energy is integrated over exactly that window afterwards.
-    recorder.start()
+    plan.recorder.start()
     try:
-        with LoadProgress(label, total, enabled=progress) as bar:
+        with LoadProgress(plan.label, plan.total, enabled=plan.progress) as bar:
             try:
-                result, abort_reason = run_event_loop(
-                    _run_scheduler(
-                        target,
-                        requests.measured,
-                        requests.warmup,
-                        config,
-                        bar,
-                        abort_check,
-                        holder,
-                        meter,
-                    )
-                )
+                result, abort_reason = run_event_loop(_run_scheduler(plan, bar, holder, meter))
             except (KeyboardInterrupt, asyncio.CancelledError):
                 if not was_interrupted() and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
                     raise
@@ -188,43 +194,34 @@ def drive(
                 result = holder[0].result if holder else ScheduleResult(cancelled=True)
                 return Drive(result, None, interrupted=True)
     finally:
-        recorder.stop()
+        plan.recorder.stop()
     load = meter.stop(result.window_start_ns, result.window_end_ns)
     return Drive(result, abort_reason, interrupted=False, client_load=load)
 
 
-def _drive_workers(
-    target: BenchTarget,
-    requests: Requests,
-    config: LoadConfig,
-    n: int,
-    *,
-    label: str,
-    total: int | None,
-    recorder: TelemetryRecorder,
-    abort_check: AbortCheck | None,
-    progress: bool | None,
-    workers_dir: Path | None,
-    wrap: Wrap | None,
-    placement: SrunPlacement | None = None,
-    output_dir: Path | None = None,
-) -> Drive:
-    """:func:`drive` over ``n`` worker processes (one schedule, merged records)."""
+def _split(plan: DrivePlan, n: int) -> Any:
+    """The point's one schedule split over ``n`` workers."""
+    config, requests = plan.config, plan.requests
     measured = requests.measured
     pool = None
     endless = config.duration_s is not None and not isinstance(measured, (list, tuple))
     if endless:  # duration-bound: an endless cycle over the prompts
         pool = endless_pool(measured, requests.n_measured)
         measured = itertools.chain(pool, measured)
-    split = split_load(config, measured, requests.warmup, n, endless_pool=pool)
-    url = target.base_url
+    return split_load(config, measured, requests.warmup, n, endless_pool=pool)
+
+
+def _drive_workers(plan: DrivePlan, n: int, placement: SrunPlacement | None) -> Drive:
+    """:func:`drive` over ``n`` worker processes (one schedule, merged records)."""
+    split = _split(plan, n)
+    url, wrap = plan.target.base_url, plan.wrap
     if placement is not None:
         url, wrap = placement.reachable_url(url), wrap or placement.wrap
     meter = ClientLoadMeter()  # this host's cores; each worker measures its own loop
     meter.start()
-    recorder.start()
+    plan.recorder.start()
     try:
-        with LoadProgress(label, total, enabled=progress) as bar:
+        with LoadProgress(plan.label, plan.total, enabled=plan.progress) as bar:
             seen = ScheduleResult()
 
             def on_record(record: Any) -> None:
@@ -235,16 +232,23 @@ def _drive_workers(
 
             def abort() -> str | None:
                 bar.refresh()
-                return (abort_check() if abort_check else None) or unanswered(seen)
+                return (plan.abort_check() if plan.abort_check else None) or unanswered(seen)
 
-            with _workers_at(placement, workers_dir, output_dir) as (run_dir, clock, lead_s):
+            at = _workers_at(placement, plan.workers_dir, plan.output_dir)
+            with at as (run_dir, clock, lead_s):
+                headers = plan.target.headers
                 group = WorkerGroup(
-                    split, url, target.headers, run_dir, wrap=wrap, clock_address=clock,
+                    split,
+                    url,
+                    headers,
+                    run_dir,
+                    wrap=wrap,
+                    clock_address=clock,
                     start_lead_s=lead_s,
-                )  # fmt: skip
+                )
                 out = group.run(on_record, abort)
     finally:
-        recorder.stop()
+        plan.recorder.stop()
     result = out.result
     if out.interrupted:
         return Drive(result, None, interrupted=True, workers=out.workers)

@@ -1,26 +1,23 @@
-"""Benchmark load points against a running OpenAI-compatible server.
+"""One load point against a running OpenAI-compatible server: :func:`measure_point`.
 
-Used by ``inferx bench`` (a server someone else started) and by the runner
-after it launched an engine. For each load level: build the workload (exact
-prompt lengths, seeded), warm up, run the measured window, summarise the
-records into metrics, and write one result file plus a per-request sidecar,
-atomically. The Python API is :func:`run_bench`.
+Used by ``inferx bench`` (a server someone else started, :mod:`.bench`), by the
+runner after it launched an engine, and by the capacity search's probes. What
+the points of one server share is a :class:`~.session_plan.SessionPlan`; for each
+load level: build the workload (exact prompt lengths, seeded), warm up, run the
+measured window, summarise the records into metrics, and write one result file
+plus a per-request sidecar, atomically.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
-from inferx_core.config.points import LoadPoint, load_points, point_id_for
-from inferx_core.config.validity import ValidityLimits
-from inferx_core.launch.interrupts import (
-    interrupted_by,
-)
+from inferx_core.config.models import LoadProfile, Workload
+from inferx_core.config.points import LoadPoint
+from inferx_core.launch.interrupts import interrupted_by
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.schedule.scheduler import LoadConfig, Ramp, ScheduleResult
 from inferx_core.load.schedule.stages import Stage
@@ -38,19 +35,12 @@ from inferx_core.pipeline.assemble import (
     never_ran_result,
     point_status,
 )
-from inferx_core.pipeline.bench_setup import bench_target, bench_tools
-from inferx_core.pipeline.drive import AbortCheck, Drive
+from inferx_core.pipeline.drive import Drive, DrivePlan
 from inferx_core.pipeline.drive import drive as drive_point
-from inferx_core.pipeline.output_lock import holding_output
-from inferx_core.pipeline.repeats import run_repeated
-from inferx_core.pipeline.requests import (
-    BenchTarget,
-    Requests,
-    build_requests,
-)
+from inferx_core.pipeline.requests import BenchTarget, Requests, build_requests
+from inferx_core.pipeline.session_plan import FailureDetails, SessionPlan
 from inferx_core.pipeline.session_requests import build_session_requests
 from inferx_core.results.files import (
-    is_complete,
     requests_path,
     telemetry_path,
     utc_now,
@@ -62,8 +52,18 @@ from inferx_core.telemetry.model import TelemetrySection
 from inferx_core.telemetry.recorder import TelemetryRecorder, series_rows
 from inferx_core.telemetry.session import TelemetryPlan, telemetry_fields
 
-#: Called when a point failed: (its reason) -> (the real reason, provenance fields to add).
-FailureDetails = Callable[[str], "tuple[str, dict[str, Any]]"]
+__all__ = [
+    "DEFAULT_PERCENTILES",
+    "BenchTarget",
+    "PointOutcome",
+    "SessionPlan",
+    "arrival_label",
+    "measure_point",
+    "run_point",
+]
+
+#: The latency percentiles a point reports unless its session names others.
+DEFAULT_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
 
 @dataclass
@@ -80,30 +80,22 @@ class PointOutcome:
         return self.result.status
 
 
-def _point_metrics(
-    result: ScheduleResult,
-    *,
-    num_gpus: int | None,
-    num_gpus_reason: str | None,
-    slo: SLO,
-    percentiles: list[float] | None,
-    usage_note: str | None = None,
-    gpu_split: Mapping[str, int] | None = None,
-) -> PointMetrics:
-    """``gpu_split`` (a deployment's ``num_prefill_gpus``/``num_decode_gpus`` or ``num_gpus``)
-    replaces ``num_gpus`` when given."""
-    gpus = dict(gpu_split) if gpu_split else {"num_gpus": num_gpus}
+def _point_metrics(plan: SessionPlan, result: ScheduleResult) -> PointMetrics:
+    """The point's metrics; a deployment's ``gpu_split`` (``num_prefill_gpus``/
+    ``num_decode_gpus`` or ``num_gpus``) replaces ``num_gpus`` when given."""
+    gpus = dict(plan.gpu_split) if plan.gpu_split else {"num_gpus": plan.num_gpus}
     flat = summarize(
         result.records,
         window_start_ns=result.window_start_ns,
         window_end_ns=max(result.window_end_ns, result.window_start_ns + 1),
         **gpus,
-        slos=slo.as_dict() or None,
-        percentiles=percentiles or [50.0, 90.0, 99.0, 99.9],
+        slos=plan.slo.as_dict() or None,
+        percentiles=list(plan.percentiles or DEFAULT_PERCENTILES),
     )
+    usage_note = plan.target.continuous_usage_note
     for key, why in flat["null_reasons"].items():
-        if why == "num_gpus_unknown" and num_gpus is None and num_gpus_reason:
-            flat["null_reasons"][key] = num_gpus_reason
+        if why == "num_gpus_unknown" and plan.num_gpus is None and plan.num_gpus_reason:
+            flat["null_reasons"][key] = plan.num_gpus_reason
         elif why == "chunk_tokens_unknown" and usage_note:
             flat["null_reasons"][key] = f"chunk_tokens_unknown: {usage_note}"
     return PointMetrics.from_flat(flat)
@@ -192,9 +184,8 @@ def _write_point(
     return write_point_files(output_dir, result, sidecars)
 
 
-def _load_config(
-    point: LoadPoint, load: LoadProfile, workload: Workload, requests: Requests
-) -> LoadConfig:
+def _load_config(plan: SessionPlan, point: LoadPoint, requests: Requests) -> LoadConfig:
+    load, workload = plan.load, plan.workload
     # the ramp counts arrivals: a multi-turn session arrives once for its turns
     n_requests = requests.n_measured // (workload.turns if workload.kind == "multi-turn" else 1)
     rate = point.request_rate or math.inf
@@ -219,16 +210,40 @@ def _load_config(
     )
 
 
+def _drive_plan(
+    plan: SessionPlan,
+    point: LoadPoint,
+    point_id: str,
+    requests: Requests,
+    recorder: TelemetryRecorder,
+    output_dir: Path | None,
+) -> DrivePlan:
+    """How the driver runs this point of the session."""
+    load = plan.load
+    return DrivePlan(
+        plan.target,
+        requests,
+        _load_config(plan, point, requests),
+        recorder,
+        label=f"{point_id} ({'closed' if point.concurrency else 'open'} loop)",
+        total=None if load.duration_s or load.stages else requests.n_measured,
+        abort_check=plan.abort_check,
+        progress=plan.progress,
+        workers=load.workers,
+        output_dir=output_dir,
+    )
+
+
 def _with_target(
-    source: PointSource, point_id: str, point: LoadPoint, target: BenchTarget, workload: Workload
+    plan: SessionPlan, source: PointSource, point_id: str, point: LoadPoint
 ) -> PointSource:
     return replace(
         source,
         point_id=point_id,
         point=point,
-        backend=f"openai-{workload.api}",
-        base_url=target.base_url,
-        model_id=target.model,
+        backend=f"openai-{plan.workload.api}",
+        base_url=plan.target.base_url,
+        model_id=plan.target.model,
     )
 
 
@@ -250,19 +265,14 @@ def _decide(
 
 
 def _build_or_note_interrupt(
-    target: BenchTarget,
-    point: LoadPoint,
-    workload: Workload,
-    load: LoadProfile,
-    counter: CounterResolution,
-    source: PointSource,
-    output_dir: Path | None,
+    plan: SessionPlan, point: LoadPoint, source: PointSource, output_dir: Path | None
 ) -> Requests:
     """The point's requests; a signal while they are built (prompts counted on the
     server can take seconds) still leaves a result saying so, with nothing measured."""
+    workload = plan.workload
     try:
         build = build_session_requests if workload.kind == "multi-turn" else build_requests
-        return build(target, point, workload, load, counter)
+        return build(plan.target, point, workload, plan.load, plan.counter)
     except KeyboardInterrupt:
         if output_dir is not None:
             why = f"interrupted by {interrupted_by() or 'the user (Ctrl-C)'} before any request"
@@ -270,65 +280,77 @@ def _build_or_note_interrupt(
         raise
 
 
+def _measured(
+    plan: SessionPlan,
+    point: LoadPoint,
+    requests: Requests,
+    drive: Drive,
+    recorder: TelemetryRecorder,
+    started_at: str,
+) -> Measured:
+    """What the point measured: metrics, the load offered, the workload, telemetry, validity."""
+    metrics = _point_metrics(plan, drive.result)
+    validity = assess(
+        drive.result.records,
+        metrics.flat(),
+        open_loop_rate=requests.trace_rate if point.trace else point.request_rate,
+        client_load=drive.client_load,
+        limits=plan.validity_limits,
+    )
+    return Measured(
+        metrics=metrics,
+        offered=_offered(drive, point, plan.load, requests.n_measured),
+        workload=_workload_fields(requests, plan.workload, plan.counter),
+        slo=plan.slo.as_dict(),
+        telemetry=_point_telemetry(recorder, plan.telemetry, drive.result, metrics),
+        started_at=started_at,
+        validity=validity,
+    )
+
+
+def measure_point(
+    plan: SessionPlan,
+    point: LoadPoint,
+    point_id: str,
+    *,
+    output_dir: Path | None = None,
+    source: PointSource | None = None,
+) -> PointOutcome:
+    """Run one load point of ``plan``'s session and write its result (when ``output_dir``
+    is given).
+
+    ``source``: ids and provenance of the server. A failed point asks
+    ``plan.failure_details`` for the real cause. Ctrl-C writes what was measured as
+    ``interrupted`` and re-raises.
+    """
+    started_at = utc_now()
+    ensure_concurrency_fits(point.concurrency or point.max_concurrency)
+    source = _with_target(plan, source or PointSource(point_id, point), point_id, point)
+    requests = _build_or_note_interrupt(plan, point, source, output_dir)
+    recorder = TelemetryRecorder(plan.telemetry.samplers() if plan.telemetry else [])
+    drive = drive_point(_drive_plan(plan, point, point_id, requests, recorder, output_dir))
+    mask_records([*drive.result.records, *drive.result.warmup_records])
+    measured = _measured(plan, point, requests, drive, recorder, started_at)
+    result = _decide(source, measured, drive, plan.failure_details)
+    return _finish(result, drive, output_dir, recorder if plan.telemetry is not None else None)
+
+
 def run_point(
     target: BenchTarget,
     point: LoadPoint,
     *,
-    workload: Workload,
-    load: LoadProfile,
-    slo: SLO,
-    counter: CounterResolution,
     point_id: str,
-    num_gpus: int | None = None,
-    percentiles: list[float] | None = None,
     output_dir: Path | None = None,
     source: PointSource | None = None,
-    abort_check: AbortCheck | None = None,
-    failure_details: FailureDetails | None = None,
-    progress: bool | None = None,
-    num_gpus_reason: str | None = None,
-    telemetry: TelemetryPlan | None = None,
-    validity_limits: ValidityLimits | None = None,
-    gpu_split: Mapping[str, int] | None = None,
+    **session: Any,
 ) -> PointOutcome:
-    """Run one load point and write its result (when ``output_dir`` is given).
+    """:func:`measure_point` with the session's fields given by name (``workload=``,
+    ``load=``, ``counter=``, ``slo=``...: those of :class:`SessionPlan`).
 
-    ``source``: ids and provenance of the server; ``failure_details``: asked when
-    the point failed, names the real cause (e.g. the engine died). Ctrl-C writes
-    what was measured as ``interrupted`` and re-raises.
+    For a single point; a session of many points builds its ``SessionPlan`` once.
     """
-    started_at = utc_now()
-    ensure_concurrency_fits(point.concurrency or point.max_concurrency)
-    source = _with_target(source or PointSource(point_id, point), point_id, point, target, workload)
-    requests = _build_or_note_interrupt(target, point, workload, load, counter, source, output_dir)
-    config = _load_config(point, load, workload, requests)
-    recorder = TelemetryRecorder(telemetry.samplers() if telemetry else [])
-    label = f"{point_id} ({'closed' if point.concurrency else 'open'} loop)"
-    total = None if load.duration_s or load.stages else requests.n_measured
-    drive = drive_point(
-        target, requests, config, label=label, total=total, recorder=recorder,
-        abort_check=abort_check, progress=progress, workers=load.workers, output_dir=output_dir,
-    )  # fmt: skip
-    mask_records([*drive.result.records, *drive.result.warmup_records])
-    metrics = _point_metrics(
-        drive.result, num_gpus=num_gpus, num_gpus_reason=num_gpus_reason, slo=slo,
-        percentiles=percentiles, usage_note=target.continuous_usage_note, gpu_split=gpu_split,
-    )  # fmt: skip
-    measured = Measured(
-        metrics=metrics,
-        offered=_offered(drive, point, load, requests.n_measured),
-        workload=_workload_fields(requests, workload, counter),
-        slo=slo.as_dict(),
-        telemetry=_point_telemetry(recorder, telemetry, drive.result, metrics),
-        started_at=started_at,
-        validity=assess(
-            drive.result.records, metrics.flat(),
-            open_loop_rate=requests.trace_rate if point.trace else point.request_rate,
-            client_load=drive.client_load, limits=validity_limits,
-        ),
-    )  # fmt: skip
-    result = _decide(source, measured, drive, failure_details)
-    return _finish(result, drive, output_dir, recorder if telemetry is not None else None)
+    plan = SessionPlan(target, **session)
+    return measure_point(plan, point, point_id, output_dir=output_dir, source=source)
 
 
 def _finish(
@@ -342,86 +364,6 @@ def _finish(
     if drive.interrupted:
         raise KeyboardInterrupt
     return PointOutcome(result.point_id, result, records, path)
-
-
-@holding_output(lambda config, **_: config.output_dir)  # OutputFolderBusy: another run there
-def run_bench(
-    config: BenchConfig,
-    *,
-    on_point: Callable[[PointOutcome], None] | None = None,
-    progress: bool | None = None,
-    resume: bool = False,
-    on_skip: Callable[[str], None] | None = None,
-) -> list[PointOutcome]:
-    """The Python API: benchmark every load point of ``config``; returns their outcomes.
-
-    Results are also written to ``config.output_dir`` (unless None), one JSON per point and
-    a ``.requests.jsonl``; ``resume`` skips points complete there (``on_skip`` gets their ids).
-    """
-    target, prefix = bench_target(config)
-    points = _points_to_run(config, prefix, resume, on_skip)
-    if not points:
-        return []
-    outcomes: list[PointOutcome] = []
-    with bench_tools(config, target) as (counter, telemetry):
-        run = (config, target, counter, prefix, telemetry, points, outcomes, on_point, progress)
-        _run_points(*run)
-    return outcomes
-
-
-def _points_to_run(
-    config: BenchConfig, prefix: str, resume: bool, on_skip: Callable[[str], None] | None
-) -> list[LoadPoint]:
-    """The config's load points, less those ``resume`` finds complete in the output folder."""
-    points = load_points(config.load, config.workload)
-    if not resume or config.output_dir is None:
-        return points
-    todo = []
-    for point in points:
-        pid = point_id_for(prefix, config.workload, point)
-        if is_complete(config.output_dir, pid):
-            if on_skip is not None:
-                on_skip(pid)
-        else:
-            todo.append(point)
-    return todo
-
-
-def _run_points(
-    config: BenchConfig,
-    target: BenchTarget,
-    counter: CounterResolution,
-    prefix: str,
-    telemetry: TelemetryPlan | None,
-    points: list[LoadPoint],
-    outcomes: list[PointOutcome],
-    on_point: Callable[[PointOutcome], None] | None,
-    progress: bool | None,
-) -> None:
-    def run_one(point: LoadPoint, output_dir: Path | None) -> PointOutcome:
-        outcome = run_point(
-            target,
-            point,
-            workload=config.workload,
-            load=config.load,
-            slo=config.slo,
-            counter=counter,
-            point_id=point_id_for(prefix, config.workload, point),
-            num_gpus=config.num_gpus,
-            percentiles=config.percentiles,
-            output_dir=output_dir,
-            source=PointSource("", point, context={"config": config.model_dump(mode="json")}),
-            progress=progress,
-            telemetry=telemetry,
-            validity_limits=config.validity,
-        )
-        if config.load.repeats == 1:
-            outcomes.append(outcome)  # kept as it finishes: Ctrl-C keeps the earlier points
-        return outcome
-
-    combined = run_repeated(points, config.load.repeats, run_one, config.output_dir, on_point)
-    if config.load.repeats > 1:
-        outcomes.extend(combined)
 
 
 def arrival_label(load: LoadProfile) -> str:

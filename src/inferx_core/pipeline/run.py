@@ -38,10 +38,11 @@ from inferx_core.pipeline.evals import run_evals
 from inferx_core.pipeline.inputs import InputError, check_server_context, check_workload_files
 from inferx_core.pipeline.launch_plan import LaunchPlan, launch_context, plan_launch
 from inferx_core.pipeline.output_lock import output_lock
-from inferx_core.pipeline.point import BenchTarget, PointOutcome, run_point
+from inferx_core.pipeline.point import BenchTarget, PointOutcome, measure_point
 from inferx_core.pipeline.repeats import combine, repeat_dir
 from inferx_core.pipeline.requests import continuous_usage_for
 from inferx_core.pipeline.run_search import check_run_searchable, search_on_server, search_todo
+from inferx_core.pipeline.session_plan import SessionPlan
 from inferx_core.results.files import (
     ResultWriteError,
     ensure_writable,
@@ -234,6 +235,7 @@ class _ServerSession:
             )  # fmt: skip
             self.summary.searches.append(run.summary)
             return
+        session = self.session_plan(telemetry, num_gpus, progress)
         repeats = cfg.load.repeats
         rounds: dict[str, list[PointOutcome]] = {}
         for k in range(1, repeats + 1):
@@ -247,7 +249,7 @@ class _ServerSession:
                         engine_log_tail=self.log_tail(),
                     )
                     return
-                outcome = self.measure_point(point, pid, folder, telemetry, num_gpus, progress)
+                outcome = self.run_one(session, point, pid, folder)
                 if outcome is None:
                     continue
                 if repeats == 1:
@@ -264,38 +266,34 @@ class _ServerSession:
             if rounds.get(pid):
                 self.record(combine(rounds.pop(pid), self.output_dir))
 
-    def measure_point(
-        self,
-        point: LoadPoint,
-        pid: str,
-        folder: Path,
-        telemetry: Any,
-        num_gpus: int | None,
-        progress: bool | None,
+    def session_plan(
+        self, telemetry: Any, num_gpus: int | None, progress: bool | None
+    ) -> SessionPlan:
+        """What every point on this engine shares: the target, the watchdog, the counter..."""
+        cfg = self.plan.cfg
+        return SessionPlan(
+            self.target(),
+            cfg.workload,
+            cfg.load,
+            self.counter,
+            slo=cfg.slo,
+            num_gpus=num_gpus,
+            num_gpus_reason=None if num_gpus else "the engine uses no GPU (CPU build)",
+            gpu_split=self.plan.gpu_split if num_gpus else None,
+            telemetry=telemetry,
+            validity_limits=cfg.validity,
+            abort_check=self.engine_gone,
+            failure_details=self.failure_details,
+            progress=progress,
+        )
+
+    def run_one(
+        self, session: SessionPlan, point: LoadPoint, pid: str, folder: Path
     ) -> PointOutcome | None:
         """One run of one point; a failure is written with its reason (None returned)."""
-        assert self.handle is not None
-        cfg = self.plan.cfg
         try:
-            return run_point(
-                self.target(),
-                point,
-                workload=cfg.workload,
-                load=cfg.load,
-                slo=cfg.slo,
-                counter=self.counter,
-                point_id=pid,
-                num_gpus=num_gpus,
-                output_dir=folder,
-                source=self.source(point, pid),
-                abort_check=self.engine_gone,
-                failure_details=self.failure_details,
-                progress=progress,
-                num_gpus_reason=None if num_gpus else "the engine uses no GPU (CPU build)",
-                gpu_split=self.plan.gpu_split if num_gpus else None,
-                telemetry=telemetry,
-                validity_limits=cfg.validity,
-            )
+            source = self.source(point, pid)
+            return measure_point(session, point, pid, output_dir=folder, source=source)
         except ResultWriteError:
             raise  # a full disk fails every point after it too: stop the run, say why
         except Exception as exc:  # this point fails with its reason; the sweep moves on

@@ -181,3 +181,23 @@ def test_a_failed_point_that_never_ran_takes_its_level_from_identity() -> None:
     assert (unknown["concurrency"], unknown["request_rate"]) == (None, None)
     [row] = build_rows([_never_ran("srv", mode="closed", concurrency=2, max_concurrency=2)])
     assert row["concurrency"] == 2 and row["tput_per_gpu"] is None and row["on_pareto"] is False
+
+
+def test_every_declared_column_is_a_row_column_and_the_csv_writes_them_all() -> None:
+    """One column list (analysis.columns): build_rows makes every column but the accuracy
+    ones, which the report adds; the CSV and METRIC_FIELDS are read off the same list."""
+    from inferx_core.analysis.columns import ACCURACY_FIELDS, ROW_COLUMNS, column_names
+    from inferx_core.analysis.points import METRIC_FIELDS
+    from inferx_core.report.accuracy import POINT_FIELDS, add_accuracy
+    from inferx_core.report.table import CSV_COLUMNS
+
+    names = [name for name, _ in ROW_COLUMNS]
+    assert len(names) == len(set(names))
+    assert tuple(names) == CSV_COLUMNS
+    assert POINT_FIELDS == ACCURACY_FIELDS == column_names("accuracy")
+    assert column_names("metric") == METRIC_FIELDS and "tput_per_gpu" not in METRIC_FIELDS
+    rows = build_rows(RESULTS)
+    for row in rows:
+        assert set(names) - set(row) == set(ACCURACY_FIELDS), row["point_id"]
+    add_accuracy(rows, RESULTS)
+    assert all(set(names) <= set(row) for row in rows)

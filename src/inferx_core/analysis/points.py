@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from inferx_core.analysis.columns import METRIC_FIELDS
 from inferx_core.analysis.cost import CostOptions, cost_fields
 from inferx_core.analysis.pareto import mask_by_group
 from inferx_core.results.model import PointResultBase
@@ -37,31 +38,6 @@ __all__ = [
 THROUGHPUT = "tput_per_gpu"
 INTERACTIVITY = "median_intvty"
 LATENCY = "median_e2el_ms"
-
-METRIC_FIELDS: tuple[str, ...] = (
-    "completed",
-    "failed",
-    "duration",
-    "request_throughput",
-    "output_throughput",
-    "total_token_throughput",
-    "median_intvty",
-    "mean_ttft_ms",
-    "median_ttft_ms",
-    "p99_ttft_ms",
-    "median_tpot_ms",
-    "p99_tpot_ms",
-    "median_itl_ms",
-    "p99_itl_ms",
-    "median_e2el_ms",
-    "p99_e2el_ms",
-    "request_goodput",
-    "power_valid",
-    "gpu_power_avg_w",
-    "gpu_energy_j",
-    "joules_per_output_token",
-    "joules_per_total_token",
-)
 
 _LOAD_SUFFIX = re.compile(r"-(c\d+|r[0-9][0-9.e+]*(-cap\d+)?)$")
 
@@ -186,11 +162,11 @@ def build_rows(
 ) -> list[dict[str, Any]]:
     """One row per result, sorted by group then series then load, with Pareto flags.
 
-    Columns: identity (``describe_point``), ``hardware``, ``group``, the metric
-    fields (``METRIC_FIELDS``), cost and power (``cost_fields``; ``tput_per_gpu``
-    there is the result's own or, where the result has no GPU count, its total
-    divided by the assumed ``num_gpus``), and ``on_pareto`` (own group,
-    interactivity vs tok/s/gpu), ``on_pareto_overall`` (same model and
+    Columns (``analysis.columns.ROW_COLUMNS``, in the report's CSV order): identity
+    (``describe_point``), ``hardware``, ``group``, the metric fields (``METRIC_FIELDS``),
+    cost and power (``cost_fields``; ``tput_per_gpu`` there is the result's own or, where
+    the result has no GPU count, its total divided by the assumed ``num_gpus``), and
+    ``on_pareto`` (own group, interactivity vs tok/s/gpu), ``on_pareto_overall`` (same model and
     scenario) and ``on_pareto_latency`` (own group, median E2E vs tok/s/gpu).
     """
     options = options or CostOptions()

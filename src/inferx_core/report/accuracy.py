@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from inferx_core.analysis.columns import ACCURACY_FIELDS
 from inferx_core.report.table import csv_value
 from inferx_core.results.files import write_text_atomic
 from inferx_core.results.model import PointResultBase
@@ -30,14 +31,8 @@ __all__ = [
     "write_accuracy_csv",
 ]
 
-#: Accuracy columns of points.csv (in report.table.CSV_COLUMNS).
-POINT_FIELDS = (
-    "accuracy",
-    "accuracy_stderr",
-    "accuracy_task",
-    "accuracy_threshold",
-    "accuracy_status",
-)
+#: Accuracy columns of points.csv (declared with the others in analysis.columns).
+POINT_FIELDS = ACCURACY_FIELDS
 
 #: accuracy.csv: one row per point, task and metric.
 ACCURACY_CSV_COLUMNS = (

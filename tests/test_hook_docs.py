@@ -40,6 +40,7 @@ from inferx_core.sdk.platform import Accelerator, Platform
 from inferx_core.sdk.probes import EngineMetricsMap, ReadinessProbe
 from inferx_core.sdk.roles import RoleContext
 from inferx_core.sdk.sampler import Sampler
+from inferx_core.sdk.tokenize_api import TokenizeEndpoint
 
 DOCS = Path(__file__).parents[1] / "docs"
 HOOKS_MD = DOCS / "hooks.md"
@@ -297,6 +298,10 @@ def _check_argv_verdict(answer: Any, args: dict[str, Any], tmp_path: Path) -> No
     assert isinstance(answer, ArgvVerdict) and answer.message
 
 
+def _check_tokenize(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
+    assert _all_of(answer, TokenizeEndpoint) and answer
+
+
 # What each hook's answer must be; a hook not listed here is only called.
 _ANSWER_CHECKS: dict[str, Callable[[Any, dict[str, Any], Path], None]] = {
     "inferx_register_engines": _check_engines,
@@ -306,6 +311,7 @@ _ANSWER_CHECKS: dict[str, Callable[[Any, dict[str, Any], Path], None]] = {
     "inferx_engine_readiness": _check_readiness,
     "inferx_engine_metrics": _check_metrics,
     "inferx_engine_check_argv": _check_argv_verdict,
+    "inferx_engine_tokenize_endpoints": _check_tokenize,
     "inferx_telemetry_samplers": _check_samplers,
     "inferx_container_fixes": _check_fixes,
     "inferx_launchers": _check_launchers,

@@ -335,3 +335,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         Metric,
         Reader,
     )
+
+# TEMPORARY (issues 28/31), remove once the __init__ rewrite lists these in _EXPORTS/__all__:
+_ROLE_HELPERS = ("has_flag", "node_gpu_ids", "peer_urls", "refuse_deployment_flags", "role_builder", "router_spec")  # noqa: E501  # fmt: skip
+_LAZY_EXPORTS.update({n: "inferx_core.sdk.role_helpers" for n in _ROLE_HELPERS}, TokenizeEndpoint="inferx_core.sdk.tokenize_api")  # noqa: E501  # fmt: skip
+__all__ += [*_ROLE_HELPERS, "TokenizeEndpoint"]

@@ -12,7 +12,7 @@ from inferx_core.executors.multinode import Deployment, endpoint, role_launches
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform
 from inferx_core.sdk.roles import RoleContext
-from inferx_sglang import roles
+from inferx_sglang import hooks
 
 MODEL = "deepseek-ai/DeepSeek-R1"
 PEERS = {
@@ -49,7 +49,7 @@ def context(**kw: Any) -> RoleContext:
 
 
 def spec(srv: ServerConfig, ctx: RoleContext):
-    return roles.inferx_engine_role_spec(server=srv, platform=Platform(), role=ctx)
+    return hooks.inferx_engine_role_spec(server=srv, platform=Platform(), role=ctx)
 
 
 def head(port: int, tp: int = 8) -> list[str]:

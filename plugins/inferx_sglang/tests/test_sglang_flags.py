@@ -30,7 +30,7 @@ from inferx_core.config.models import Parallelism, RunConfig, ServerConfig
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform, load_platform
 from inferx_core.sdk.roles import RoleContext
-from inferx_sglang import argv_check, plugin, roles
+from inferx_sglang import argv_check, hooks, launch, roles
 
 ROOT = Path(__file__).resolve().parents[3]
 PLATFORMS = ROOT / "tests" / "platforms"
@@ -115,11 +115,11 @@ NODES = ("h100x8", "h200x8", "b200x8", "gb200x4", "mi300x8", "mi325x8", "mi355x8
 
 
 def single_server_argv(config: ServerConfig) -> list[str]:
-    return argv_check.engine_args_of(plugin.build_argv(config))
+    return argv_check.engine_args_of(launch.build_argv(config))
 
 
 def role_argv(ctx: RoleContext) -> list[str]:
-    spec = roles.inferx_engine_role_spec(server=ROLE_SERVER, platform=Platform(), role=ctx)
+    spec = hooks.inferx_engine_role_spec(server=ROLE_SERVER, platform=Platform(), role=ctx)
     assert spec is not None
     return argv_check.engine_args_of(spec.argv)
 
@@ -163,7 +163,7 @@ def sglang(argvs: dict[str, list[str]]) -> dict[str, Any]:
     if python is None:
         why = (
             f"no SGLang interpreter: run `make sglang` (makes .venv-sglang) or set "
-            f"{SGLANG_PYTHON_ENV} to a python with sglang=={plugin.TARGET_VERSION}"
+            f"{SGLANG_PYTHON_ENV} to a python with sglang=={launch.TARGET_VERSION}"
         )
         if os.environ.get(REQUIRE_ENGINE_ENV) == "1":
             pytest.fail(f"{REQUIRE_ENGINE_ENV}=1 but {why}", pytrace=False)
@@ -172,7 +172,7 @@ def sglang(argvs: dict[str, list[str]]) -> dict[str, Any]:
 
 
 def test_the_parser_is_the_targeted_release(sglang: dict[str, Any]) -> None:
-    assert sglang["version"] == plugin.TARGET_VERSION
+    assert sglang["version"] == launch.TARGET_VERSION
 
 
 @pytest.mark.parametrize("name", [*CONFIGS, *ROLES, *(f"plan-{n}" for n in NODES)])
@@ -300,7 +300,7 @@ def test_plan_check_args_passes_what_sglang_accepts(sglang: Any, tmp_path: Path)
     assert python is not None
     done = inferx_plan(plan_config(tmp_path, python), tmp_path)
     assert done.returncode == 0, done.stderr
-    assert f"argv accepted by sglang {plugin.TARGET_VERSION}'s own parser" in done.stdout
+    assert f"argv accepted by sglang {launch.TARGET_VERSION}'s own parser" in done.stdout
 
 
 def test_plan_check_args_fails_with_sglangs_own_message(sglang: Any, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from inferx_core.errors import UserFacingError
 from inferx_core.sdk.manager import PluginHookError, get_plugin_manager
 from inferx_core.sdk.platform import Platform, load_platform
 from inferx_core.sdk.registries import engine_registry
-from inferx_sglang import plugin
+from inferx_sglang import hooks, launch
 
 PLATFORMS = Path(__file__).resolve().parents[3] / "tests" / "platforms"
 DSR1 = "deepseek-ai/DeepSeek-R1"
@@ -29,7 +29,7 @@ def server(**kw: Any) -> ServerConfig:
 
 
 def argv(**kw: Any) -> list[str]:
-    return plugin.build_argv(server(**kw))
+    return launch.build_argv(server(**kw))
 
 
 def engines_pm() -> Any:
@@ -205,14 +205,14 @@ def test_unknown_or_bad_option_names_the_option() -> None:
 
 def test_launch_spec() -> None:
     node = load_platform(PLATFORMS / "h200x8.json")
-    spec = plugin.inferx_engine_launch_spec(
+    spec = hooks.inferx_engine_launch_spec(
         server=server(parallelism=Parallelism(tp=8, dp=8, dp_attention=True)), platform=node
     )
     assert spec.gpu_ids == tuple(range(8))  # DP attention lives inside the TP group
     assert spec.image is None and not spec.ipc_host and spec.shm_size is None
     (wait,) = spec.preflight
     assert (wait.kind, wait.port) == ("port_free", 30000)
-    docker = plugin.inferx_engine_launch_spec(
+    docker = hooks.inferx_engine_launch_spec(
         server=server(image="lmsysorg/sglang:v0.5.4", launcher="docker"), platform=node
     )
     assert docker.ipc_host and docker.shm_size == "32g"
@@ -224,7 +224,7 @@ def test_launch_spec() -> None:
 
 
 def test_readiness_probes() -> None:
-    probes = plugin.inferx_engine_readiness(server=server(), spec=None)
+    probes = hooks.inferx_engine_readiness(server=server(), spec=None)
     assert [(p.method, p.path) for p in probes] == [
         ("GET", "/health"),
         ("GET", "/v1/models"),
@@ -243,7 +243,7 @@ def test_readiness_probes() -> None:
 
 
 def test_metrics_names() -> None:
-    m = plugin.inferx_engine_metrics(server=server())
+    m = hooks.inferx_engine_metrics(server=server())
     assert (m.path, m.kv_cache_usage, m.requests_running, m.requests_waiting) == (
         "/metrics",
         "sglang:token_usage",
@@ -272,7 +272,7 @@ def test_metrics_map_reads_an_sglang_scrape() -> None:
             'sglang:gen_throughput{model_name="m",dp_rank="0"} 100.5',
         ]
     )
-    values = map_metrics(text, plugin.inferx_engine_metrics(server=server()))
+    values = map_metrics(text, hooks.inferx_engine_metrics(server=server()))
     assert values["engine.kv_cache_usage"] == 0.5
     assert values["engine.requests_running"] == 7
     assert values["engine.requests_waiting"] == 1

@@ -13,7 +13,7 @@ from inferx_core.executors.multinode import Deployment, endpoint, role_launches
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Accelerator, Platform
 from inferx_core.sdk.roles import RoleContext
-from inferx_vllm import roles
+from inferx_vllm import hooks
 
 H200x8 = Platform(
     accelerators=tuple(
@@ -56,7 +56,7 @@ def context(**kw: Any) -> RoleContext:
 
 
 def spec(srv: ServerConfig, ctx: RoleContext):
-    return roles.inferx_engine_role_spec(server=srv, platform=H200x8, role=ctx)
+    return hooks.inferx_engine_role_spec(server=srv, platform=H200x8, role=ctx)
 
 
 def head(port: int, tp: int = 8) -> list[str]:
@@ -325,7 +325,6 @@ def test_role_launches_with_the_real_plugin() -> None:
 def test_the_router_is_ready_by_a_completion_through_it_not_by_its_model_list() -> None:
     """sglang-router lists vLLM workers' model as ``unknown`` (it asks SGLang's own
     /get_model_info), so waiting for the served name there would never end."""
-    from inferx_vllm import plugin
 
     pm = get_plugin_manager(env={"INFERX_PLUGINS": "vllm"})
     deployment = Deployment.model_validate(
@@ -335,7 +334,7 @@ def test_the_router_is_ready_by_a_completion_through_it_not_by_its_model_list() 
     launches = role_launches(pm, base, deployment, Platform(), ["h", "h"])
     paths = {
         la.context.role: [
-            p.path for p in plugin.inferx_engine_readiness(server=la.server, spec=la.spec)
+            p.path for p in hooks.inferx_engine_readiness(server=la.server, spec=la.spec)
         ]
         for la in launches
     }

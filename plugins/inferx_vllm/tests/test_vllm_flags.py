@@ -41,7 +41,7 @@ from inferx_core.demo.engine import (
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Accelerator, Platform, load_platform
 from inferx_core.sdk.roles import RoleContext
-from inferx_vllm import argv_check, plugin, roles
+from inferx_vllm import argv_check, hooks, launch
 
 REQUIRE_ENGINE_ENV = "INFERX_REQUIRE_ENGINE"
 PROBE_TIMEOUT_S = 600
@@ -184,7 +184,7 @@ NODES = ("h100x8", "h200x8", "b200x8", "gb200x4", "mi300x8", "mi355x8")
 
 
 def _role_argv(server: ServerConfig, ctx: RoleContext) -> list[str]:
-    spec = roles.inferx_engine_role_spec(server=server, platform=H200x8, role=ctx)
+    spec = hooks.inferx_engine_role_spec(server=server, platform=H200x8, role=ctx)
     assert spec is not None
     return list(spec.argv)
 
@@ -205,7 +205,7 @@ def _planned_argv(node: str) -> list[str]:
 def _argvs() -> dict[str, list[str]]:
     """Every representative argv, whole (executable included)."""
     named = {
-        name: plugin.build_argv(server, platform) for name, (platform, server) in CONFIGS.items()
+        name: launch.build_argv(server, platform) for name, (platform, server) in CONFIGS.items()
     }
     named |= {name: _role_argv(*case) for name, case in ROLES.items()}
     return named | {f"plan-{node}": _planned_argv(node) for node in NODES}
@@ -337,7 +337,7 @@ def test_parsed_values_are_what_the_config_asked_for(name: str, vllm_cli: dict[s
 def test_false_for_a_store_true_only_flag_is_accepted(vllm_cli: dict[str, Any]) -> None:
     rejected = {}
     for flag in vllm_cli["no_negation"]:
-        emitted = plugin.engine_flag(flag.removeprefix("--"), False)
+        emitted = launch.engine_flag(flag.removeprefix("--"), False)
         unknown = set(_flag_tokens(emitted)) - set(vllm_cli["flags"])
         if unknown:
             rejected[flag] = emitted

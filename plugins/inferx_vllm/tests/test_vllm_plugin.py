@@ -9,7 +9,7 @@ from inferx_core.config.models import Parallelism, ServerConfig
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Accelerator, Platform
 from inferx_core.sdk.registries import engine_registry
-from inferx_vllm import plugin
+from inferx_vllm import hooks
 
 H200x8 = Platform(
     accelerators=tuple(
@@ -22,7 +22,7 @@ CPU = Platform()
 
 def spec_for(platform: Platform, **kw):
     server = ServerConfig(engine="vllm", model="org/Model", port=8000, **kw)
-    return plugin.inferx_engine_launch_spec(server=server, platform=platform)
+    return hooks.inferx_engine_launch_spec(server=server, platform=platform)
 
 
 def test_registered_through_entry_point() -> None:
@@ -125,9 +125,9 @@ def test_other_engines_are_not_answered() -> None:
 
 def test_readiness_and_metrics_map() -> None:
     server = ServerConfig(engine="vllm", model="m", port=1)
-    probes = plugin.inferx_engine_readiness(server=server, spec=None)
+    probes = hooks.inferx_engine_readiness(server=server, spec=None)
     assert [p.path for p in probes] == ["/health", "/v1/models", "/v1/completions"]
     assert probes[1].expect_in_body == "{served_model_name}"
-    metrics = plugin.inferx_engine_metrics(server=server)
+    metrics = hooks.inferx_engine_metrics(server=server)
     assert metrics.requests_running == "vllm:num_requests_running"
     assert metrics.kv_cache_usage.startswith("vllm:")

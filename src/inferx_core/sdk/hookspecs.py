@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from inferx_core.sdk.probes import EngineMetricsMap, ReadinessProbe
     from inferx_core.sdk.roles import RoleContext
     from inferx_core.sdk.sampler import Sampler
+    from inferx_core.sdk.tokenize_api import TokenizeEndpoint
 
 #: Hooks about one engine: the core calls them only on the plugin that
 #: registered ``server.engine`` (plus any wrapper), never on the others.
@@ -50,6 +51,7 @@ ENGINE_HOOKS = frozenset(
         "inferx_engine_metrics",
         "inferx_engine_role_spec",
         "inferx_engine_check_argv",
+        "inferx_engine_tokenize_endpoints",
     }
 )
 
@@ -168,6 +170,33 @@ def inferx_engine_check_argv(server: ServerConfig, spec: LaunchSpec) -> ArgvVerd
     could not be checked.
     Implement: engine plugins, by running the engine's parser where the
     engine is installed (its interpreter or binary), never a copy of it.
+    """
+
+
+@hookspec(firstresult=True)
+def inferx_engine_tokenize_endpoints(server: ServerConfig | None) -> list[TokenizeEndpoint] | None:
+    """Describe the engine's tokenizer endpoint: its route, request body and reply.
+
+    When: before the prompts of a load are built, once per server (a run's
+    launched server, ``inferx bench``'s external one): the core's server
+    tokenizer counts (and, where it can, decodes) prompt tokens through the
+    first endpoint that answers, so the token counts are the engine's own.
+    Params:
+        server: the server configuration; None when the engine is not known
+        (``inferx bench`` without ``--engine``): the core then asks every
+        plugin and tries all the endpoints, so an implementation must not
+        need ``server`` to answer.
+    Returns: a list of :class:`~inferx_core.sdk.tokenize_api.TokenizeEndpoint`,
+    in the order to try them (e.g. the root route, then a ``/v1`` one), or
+    None when the engine serves no tokenizer over HTTP.
+    Combine: firstresult; asked only of the plugin that registered
+    ``server.engine``. With ``server`` None, every plugin is asked and the
+    answers are concatenated in call order, duplicates dropped. The first
+    endpoint whose tokenize and detokenize both answer is used, else the
+    first whose tokenize answers; without one the core counts with the
+    workload's tokenizer file, else estimates (and says so).
+    Implement: engine plugins whose server has a tokenize route (inferx-vllm,
+    inferx-sglang, inferx-llamacpp); the core assumes no engine's format.
     """
 
 

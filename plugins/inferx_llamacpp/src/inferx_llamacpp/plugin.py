@@ -29,6 +29,8 @@ The command follows llama-server's own ``--help``::
   per GPU as a deployment instead), and so is tp/pp on a machine without GPUs.
 - ``engine_args`` become flags (``{n-gpu-layers: 99}`` -> ``--n-gpu-layers
   99``; true is a switch, false leaves it out); ``extra_argv`` is appended.
+- prompt tokens are counted by llama-server's own ``/tokenize`` (``{content,
+  add_special}`` -> ``{tokens}``; :data:`TOKENIZE`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from inferx_core import (
     Platform,
     ReadinessProbe,
     ServerConfig,
+    TokenizeEndpoint,
     UserFacingError,
     default_gpu_ids,
     hookimpl,
@@ -259,3 +262,25 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
 def inferx_engine_check_argv(spec: LaunchSpec) -> ArgvVerdict:
     """llama-server's own --help, from the binary the launch runs (``inferx plan --check-args``)."""
     return argv_check.check_launch(spec)
+
+
+#: llama-server's tokenizer routes (tools/server: POST /tokenize {content, add_special,
+#: with_pieces} -> {tokens: [id | {id, piece}]}; POST /detokenize {tokens} -> {content}).
+#: It serves no model name and no context length in the reply.
+TOKENIZE = TokenizeEndpoint(
+    name="llama.cpp",
+    path="/tokenize",
+    text_field="content",
+    add_special_field="add_special",
+    tokens_field="tokens",
+    token_id_field="id",  # with_pieces: each token is {id, piece}
+    detokenize_path="/detokenize",
+    detokenize_tokens_field="tokens",
+    detokenize_text_fields=("content",),
+)
+
+
+@hookimpl
+def inferx_engine_tokenize_endpoints() -> list[TokenizeEndpoint]:
+    """llama-server's ``/tokenize`` and ``/detokenize``."""
+    return [TOKENIZE]

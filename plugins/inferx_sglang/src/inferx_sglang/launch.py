@@ -1,4 +1,9 @@
-"""SGLang's answers to the InferX hooks (``python3 -m sglang.launch_server``).
+"""One SGLang server (``python3 -m sglang.launch_server``): its command, readiness,
+metrics and tokenize routes.
+
+The hooks module (:mod:`inferx_sglang.hooks`) answers the InferX hooks from
+here; the processes of a PD or wide-EP deployment (:mod:`inferx_sglang.roles`)
+start from :func:`launch_spec`.
 
 The command follows SGLang's ServerArgs as of **v0.5.23** (``TARGET_VERSION``;
 ``make test`` parses every argv with that release's own parser) and the public
@@ -43,23 +48,20 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferx_core import (
-    ArgvVerdict,
     EngineInfo,
     EngineMetricsMap,
     LaunchSpec,
     Platform,
     ReadinessProbe,
     ServerConfig,
+    TokenizeEndpoint,
     UserFacingError,
     default_gpu_ids,
-    hookimpl,
     plugin_options,
     port_free_wait,
     set_flag,
     tiny_completion_probe,
 )
-from inferx_sglang import argv_check
-from inferx_sglang.roles import inferx_engine_role_spec  # noqa: F401  (registered via this module)
 
 ENGINE = "sglang"
 #: The SGLang release whose ServerArgs the argv is written for and checked against.
@@ -116,18 +118,15 @@ def options(server: ServerConfig) -> SGLangOptions:
     return plugin_options(server, PLUGIN_OPTIONS_KEY, SGLangOptions, "attention_backend: fa3")
 
 
-@hookimpl
-def inferx_register_engines() -> list[EngineInfo]:
-    return [
-        EngineInfo(
-            name=ENGINE,
-            description="SGLang server (sglang.launch_server), CUDA and ROCm builds",
-            homepage="https://docs.sglang.ai",
-            default_port=30000,
-            version_path="/get_server_info",
-            version_field="version",
-        )
-    ]
+def engine_info() -> EngineInfo:
+    return EngineInfo(
+        name=ENGINE,
+        description="SGLang server (sglang.launch_server), CUDA and ROCm builds",
+        homepage="https://docs.sglang.ai",
+        default_port=30000,
+        version_path="/get_server_info",
+        version_field="version",
+    )
 
 
 def flag_name(key: str) -> str:
@@ -201,8 +200,7 @@ def build_argv(server: ServerConfig) -> list[str]:
     return argv + list(server.extra_argv)
 
 
-@hookimpl
-def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
+def launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
     assert server.port is not None
     return LaunchSpec(
         engine=ENGINE,
@@ -219,8 +217,7 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
     )
 
 
-@hookimpl
-def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe]:
+def readiness_probes() -> list[ReadinessProbe]:
     return [
         # 200 once the tokenizer manager and schedulers are up (after SGLang's own warmup).
         ReadinessProbe(name="health", path="/health"),
@@ -232,14 +229,7 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
     ]
 
 
-@hookimpl
-def inferx_engine_check_argv(spec: LaunchSpec) -> ArgvVerdict:
-    """SGLang's own parser, in the interpreter the launch runs (``inferx plan --check-args``)."""
-    return argv_check.check_launch(spec)
-
-
-@hookimpl
-def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
+def metrics_map() -> EngineMetricsMap:
     """SGLang's Prometheus names (``--enable-metrics``), one series per DP rank."""
     return EngineMetricsMap(
         kv_cache_usage="sglang:token_usage",  # 0..1 fraction of KV slots in use
@@ -251,3 +241,29 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
             "cache_hit_rate": "sglang:cache_hit_rate",  # prefix (radix) cache hit rate, 0..1
         },
     )
+
+
+def _tokenize(name: str, prefix: str) -> TokenizeEndpoint:
+    """SGLang's tokenizer routes (sglang/srt/entrypoints/openai/serving_tokenize.py:
+    TokenizeRequest {model, prompt, add_special_tokens} -> {tokens, count, max_model_len};
+    DetokenizeRequest {model, tokens} -> DetokenizeResponse {text})."""
+    return TokenizeEndpoint(
+        name=name,
+        path=f"{prefix}/tokenize",
+        text_field="prompt",
+        add_special_field="add_special_tokens",
+        model_field="model",
+        tokens_field="tokens",
+        max_model_len_field="max_model_len",
+        detokenize_path=f"{prefix}/detokenize",
+        detokenize_tokens_field="tokens",
+        detokenize_text_fields=("text",),
+    )
+
+
+#: The native routes first, then the OpenAI-style ``/v1`` ones (a router may proxy only these).
+TOKENIZE = (_tokenize(ENGINE, ""), _tokenize(f"{ENGINE}-v1", "/v1"))
+
+
+def tokenize_endpoints() -> list[TokenizeEndpoint]:
+    return list(TOKENIZE)

@@ -1,6 +1,6 @@
 """SGLang's processes of a multi-node deployment (hook ``inferx_engine_role_spec``).
 
-Each process starts from the single-server command (``inferx_engine_launch_spec``,
+Each process starts from the single-server command (:func:`inferx_sglang.launch.launch_spec`,
 so flags, engine_args, env and fixes stay the same) and adds what its role
 needs, as SGLang's PD-disaggregation and router docs describe
 (docs.sglang.ai: advanced_features/pd_disaggregation, router):
@@ -46,12 +46,17 @@ from inferx_core import (
     Platform,
     RoleContext,
     ServerConfig,
-    UserFacingError,
-    hookimpl,
+    has_flag,
+    node_gpu_ids,
+    peer_urls,
     plugin_options,
+    refuse_deployment_flags,
+    role_builder,
+    router_spec,
 )
+from inferx_sglang import launch
+from inferx_sglang.launch import PLUGIN_OPTIONS_KEY
 
-PLUGIN_OPTIONS_KEY = "sglang"  # the plugin's own key (inferx_sglang.plugin.PLUGIN_OPTIONS_KEY)
 DEFAULT_ROUTER = ("python3", "-m", "sglang_router.launch_router")
 DEFAULT_BOOTSTRAP_PORT = 8998
 
@@ -111,25 +116,9 @@ def split_options(server: ServerConfig) -> tuple[ServerConfig, SGLangRoleOptions
     return with_options(rest), opts
 
 
-def node_gpu_ids(server: ServerConfig, role: RoleContext) -> tuple[int, ...]:
-    """The GPUs this process uses on its own node."""
-    if server.gpu_ids is not None:
-        return tuple(server.gpu_ids[: role.gpus_per_node])
-    return tuple(range(role.gpus_per_node))
-
-
-def refuse_deployment_flags(argv: list[str], role: RoleContext) -> None:
-    for flag, source in DEPLOYMENT_FLAGS.items():
-        if any(arg == flag or arg.startswith(flag + "=") for arg in argv):
-            raise UserFacingError(
-                f"{flag} is set by the {role.kind} deployment for role {role.role!r} "
-                f"(from {source}); remove it from engine_args/extra_argv"
-            )
-
-
 def add_if_absent(argv: list[str], flag: str, value: str | None) -> None:
     """Append ``flag value`` unless engine_args/extra_argv already set it (they win)."""
-    if value is not None and not any(a == flag or a.startswith(flag + "=") for a in argv):
+    if value is not None and not has_flag(argv, flag):
         argv += [flag, value]
 
 
@@ -143,7 +132,7 @@ def engine_process(
 ) -> LaunchSpec:
     """A prefill, decode or ``both`` server process (one node of its replica)."""
     argv = list(spec.argv)
-    refuse_deployment_flags(argv, role)
+    refuse_deployment_flags(argv, role, DEPLOYMENT_FLAGS)
     if role.role in ("prefill", "decode"):
         argv += ["--disaggregation-mode", role.role]
         backend = opts.disaggregation_transfer_backend
@@ -155,16 +144,6 @@ def engine_process(
         argv += ["--dist-init-addr", dist_init_addr(role)]
         argv += ["--nnodes", str(role.nodes), "--node-rank", str(role.node_rank)]
     return spec.model_copy(update={"argv": tuple(argv), "gpu_ids": node_gpu_ids(server, role)})
-
-
-def peer_urls(role: RoleContext, peer: str) -> tuple[str, ...]:
-    urls = role.peers.get(peer, ())
-    if not urls:
-        raise UserFacingError(
-            f"the router of a {role.kind} deployment needs {peer} servers to route to; "
-            f"it got peers {dict(role.peers) or 'none'}"
-        )
-    return urls
 
 
 def router_process(
@@ -184,8 +163,7 @@ def router_process(
     if opts.router_policy:
         argv += ["--policy", opts.router_policy]
     argv += opts.router_args
-    update = {"argv": tuple(argv), "gpu_ids": (), "ipc_host": False, "shm_size": None}
-    return spec.model_copy(update=update)
+    return router_spec(spec, argv)
 
 
 RoleBuilder = Callable[[LaunchSpec, ServerConfig, RoleContext, SGLangRoleOptions], LaunchSpec]
@@ -197,21 +175,8 @@ ROLE_BUILDERS: dict[str, RoleBuilder] = {
 }
 
 
-@hookimpl
-def inferx_engine_role_spec(
-    server: ServerConfig, platform: Platform, role: RoleContext
-) -> LaunchSpec | None:
+def role_spec(server: ServerConfig, platform: Platform, role: RoleContext) -> LaunchSpec:
     """One process of an SGLang PD or wide-EP deployment (see the module doc)."""
-    from inferx_sglang import plugin  # plugin.py imports this module to register the hook
-
     engine_server, opts = split_options(server)
-    spec = plugin.inferx_engine_launch_spec(server=engine_server, platform=platform)
-    if spec is None:  # the single-server builder answers only for SGLang servers
-        return None
-    build = ROLE_BUILDERS.get(role.role)
-    if build is None:
-        raise UserFacingError(
-            f"the sglang plugin cannot run role {role.role!r} of a {role.kind} deployment; "
-            f"it runs: {', '.join(ROLE_BUILDERS)}"
-        )
-    return build(spec, server, role, opts)
+    spec = launch.launch_spec(engine_server, platform)
+    return role_builder(ROLE_BUILDERS, launch.ENGINE, role)(spec, server, role, opts)

@@ -1,4 +1,8 @@
-"""vLLM's answers to the InferX hooks.
+"""One vLLM server: its command, when it is ready, its metrics and its tokenize route.
+
+The hooks module (:mod:`inferx_vllm.hooks`) answers the InferX hooks from
+here; the processes of a multi-node deployment (:mod:`inferx_vllm.roles`)
+start from :func:`launch_spec`.
 
 The command follows vLLM's own docs and the public benchmark recipes:
 ``vllm serve MODEL --tensor-parallel-size N [--data-parallel-size N
@@ -9,21 +13,18 @@ The command follows vLLM's own docs and the public benchmark recipes:
 from __future__ import annotations
 
 from inferx_core import (
-    ArgvVerdict,
     EngineInfo,
     EngineMetricsMap,
     LaunchSpec,
     Platform,
     ReadinessProbe,
     ServerConfig,
+    TokenizeEndpoint,
     UserFacingError,
     default_gpu_ids,
-    hookimpl,
     port_free_wait,
     tiny_completion_probe,
 )
-from inferx_vllm import argv_check
-from inferx_vllm.roles import inferx_engine_role_spec  # noqa: F401  (registered via this module)
 
 ENGINE = "vllm"
 DEFAULT_EXECUTABLE = ("vllm", "serve")
@@ -33,18 +34,15 @@ DEFAULT_EXECUTABLE = ("vllm", "serve")
 MODULE_EXECUTABLE = ("python3", "-m", "vllm.entrypoints.openai.api_server")
 
 
-@hookimpl
-def inferx_register_engines() -> list[EngineInfo]:
-    return [
-        EngineInfo(
-            name=ENGINE,
-            description="vLLM OpenAI-compatible server (CUDA, ROCm and CPU builds)",
-            homepage="https://docs.vllm.ai",
-            default_port=8000,
-            # vllm/entrypoints/.../protocol.py: StreamOptions.continuous_usage_stats
-            continuous_usage_stats=True,
-        )
-    ]
+def engine_info() -> EngineInfo:
+    return EngineInfo(
+        name=ENGINE,
+        description="vLLM OpenAI-compatible server (CUDA, ROCm and CPU builds)",
+        homepage="https://docs.vllm.ai",
+        default_port=8000,
+        # vllm/entrypoints/.../protocol.py: StreamOptions.continuous_usage_stats
+        continuous_usage_stats=True,
+    )
 
 
 # vLLM flags that only switch on (no --no- form, checked against vllm 0.32's
@@ -121,8 +119,7 @@ def build_argv(server: ServerConfig, platform: Platform) -> list[str]:
     return argv
 
 
-@hookimpl
-def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
+def launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
     assert server.port is not None
     return LaunchSpec(
         engine=ENGINE,
@@ -139,8 +136,7 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
     )
 
 
-@hookimpl
-def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe]:
+def readiness_probes(spec: LaunchSpec | None) -> list[ReadinessProbe]:
     """A deployment's router (label ``role: router``) answers ``/v1/models`` itself, from what
     it learned of the workers (sglang-router lists vLLM workers as ``unknown``: it asks
     SGLang's ``/get_model_info``); a completion through it is what proves it routes."""
@@ -155,8 +151,7 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
     ]
 
 
-@hookimpl
-def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
+def metrics_map() -> EngineMetricsMap:
     return EngineMetricsMap(
         kv_cache_usage="vllm:kv_cache_usage_perc",  # a 0..1 fraction despite the name
         requests_running="vllm:num_requests_running",
@@ -167,7 +162,22 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
     )
 
 
-@hookimpl
-def inferx_engine_check_argv(spec: LaunchSpec) -> ArgvVerdict:
-    """vLLM's own parser, in the interpreter the launch runs (``inferx plan --check-args``)."""
-    return argv_check.check_launch(spec)
+#: vLLM's tokenizer routes (vllm/entrypoints/serve/tokenize: TokenizeCompletionRequest
+#: {model, prompt, add_special_tokens} -> TokenizeResponse {count, max_model_len, tokens};
+#: DetokenizeRequest {model, tokens} -> DetokenizeResponse {prompt}).
+TOKENIZE = TokenizeEndpoint(
+    name=ENGINE,
+    path="/tokenize",
+    text_field="prompt",
+    add_special_field="add_special_tokens",
+    model_field="model",
+    tokens_field="tokens",
+    max_model_len_field="max_model_len",
+    detokenize_path="/detokenize",
+    detokenize_tokens_field="tokens",
+    detokenize_text_fields=("prompt",),
+)
+
+
+def tokenize_endpoints() -> list[TokenizeEndpoint]:
+    return [TOKENIZE]

@@ -1,6 +1,6 @@
 """vLLM's processes of a multi-node deployment (hook ``inferx_engine_role_spec``).
 
-Each process starts from the single-server command (``inferx_engine_launch_spec``,
+Each process starts from the single-server command (:func:`inferx_vllm.launch.launch_spec`,
 so flags, engine_args, env and fixes stay the same) and adds what its role
 needs, as vLLM's docs describe (docs.vllm.ai: features/nixl_connector_usage,
 serving/data_parallel_deployment, serving/parallelism_scaling):
@@ -61,9 +61,15 @@ from inferx_core import (
     RoleContext,
     ServerConfig,
     UserFacingError,
-    hookimpl,
+    has_flag,
+    node_gpu_ids,
+    peer_urls,
     plugin_options,
+    refuse_deployment_flags,
+    role_builder,
+    router_spec,
 )
+from inferx_vllm import launch
 
 PLUGIN_OPTIONS_KEY = "vllm"
 DEFAULT_ROUTER = ("vllm-router",)
@@ -120,27 +126,6 @@ def split_options(server: ServerConfig) -> tuple[ServerConfig, VLLMRoleOptions]:
     return server.model_copy(update={"plugin_options": merged}), opts
 
 
-def node_gpu_ids(server: ServerConfig, role: RoleContext) -> tuple[int, ...]:
-    """The GPUs this process uses on its own node."""
-    if server.gpu_ids is not None:
-        return tuple(server.gpu_ids[: role.gpus_per_node])
-    return tuple(range(role.gpus_per_node))
-
-
-def has_flag(argv: list[str], flag: str) -> bool:
-    """``flag`` in argv, as ``--flag``, ``--flag=...`` or dotted ``--flag.key``."""
-    return any(a == flag or a.startswith((flag + "=", flag + ".")) for a in argv)
-
-
-def refuse_deployment_flags(argv: list[str], role: RoleContext) -> None:
-    for flag, source in DEPLOYMENT_FLAGS.items():
-        if has_flag(argv, flag):
-            raise UserFacingError(
-                f"{flag} is set by the {role.kind} deployment for role {role.role!r} "
-                f"(from {source}); remove it from engine_args/extra_argv"
-            )
-
-
 def kv_transfer_config(role: RoleContext, opts: VLLMRoleOptions) -> str:
     config: dict[str, Any] = {
         "kv_connector": opts.kv_connector,
@@ -189,7 +174,7 @@ def engine_process(
 ) -> LaunchSpec:
     """A prefill, decode or ``both`` server process (one node of its replica)."""
     argv = list(spec.argv)
-    refuse_deployment_flags(argv, role)
+    refuse_deployment_flags(argv, role, DEPLOYMENT_FLAGS)
     env: dict[str, str] = {}
     if role.role in KV_ROLES:
         if not has_flag(argv, "--kv-transfer-config"):
@@ -207,16 +192,6 @@ def engine_process(
         "labels": labels,
     }
     return spec.model_copy(update=update)
-
-
-def peer_urls(role: RoleContext, peer: str) -> tuple[str, ...]:
-    urls = role.peers.get(peer, ())
-    if not urls:
-        raise UserFacingError(
-            f"the router of a {role.kind} deployment needs {peer} servers to route to; "
-            f"it got peers {dict(role.peers) or 'none'}"
-        )
-    return urls
 
 
 def router_process(
@@ -239,8 +214,7 @@ def router_process(
     if opts.router_policy:
         argv += ["--policy", opts.router_policy]
     argv += opts.router_args
-    update = {"argv": tuple(argv), "gpu_ids": (), "ipc_host": False, "shm_size": None}
-    return spec.model_copy(update=update)
+    return router_spec(spec, argv)
 
 
 RoleBuilder = Callable[[LaunchSpec, ServerConfig, RoleContext, VLLMRoleOptions], LaunchSpec]
@@ -252,21 +226,8 @@ ROLE_BUILDERS: dict[str, RoleBuilder] = {
 }
 
 
-@hookimpl
-def inferx_engine_role_spec(
-    server: ServerConfig, platform: Platform, role: RoleContext
-) -> LaunchSpec | None:
+def role_spec(server: ServerConfig, platform: Platform, role: RoleContext) -> LaunchSpec:
     """One process of a vLLM P/D or wide-EP deployment (see the module doc)."""
-    from inferx_vllm import plugin  # plugin.py imports this module to register the hook
-
     engine_server, opts = split_options(server)
-    spec = plugin.inferx_engine_launch_spec(server=engine_server, platform=platform)
-    if spec is None:  # the single-server builder answers only for vLLM servers
-        return None
-    build = ROLE_BUILDERS.get(role.role)
-    if build is None:
-        raise UserFacingError(
-            f"the vllm plugin cannot run role {role.role!r} of a {role.kind} deployment; "
-            f"it runs: {', '.join(ROLE_BUILDERS)}"
-        )
-    return build(spec, server, role, opts)
+    spec = launch.launch_spec(engine_server, platform)
+    return role_builder(ROLE_BUILDERS, launch.ENGINE, role)(spec, server, role, opts)

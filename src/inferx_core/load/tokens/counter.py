@@ -5,7 +5,8 @@ Three sources, tried in this order by :func:`resolve_token_counter`:
 ``server``
     the engine's own tokenizer endpoint
     (:class:`~inferx_core.load.tokens.server_tokenizer.ServerTokenizer`; the truth:
-    it is what the engine will count).
+    it is what the engine will count), as the engine's plugin describes it
+    (hook ``inferx_engine_tokenize_endpoints``).
 ``local``
     a ``tokenizer.json`` file (or a model directory holding one) loaded with
     the ``tokenizers`` library (:class:`~inferx_core.load.tokens.tokenizer.LocalTokenizer`).
@@ -20,9 +21,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from inferx_core.load.tokens.server_tokenizer import ServerTokenizer
+from inferx_core.load.tokens.server_tokenizer import ServerTokenizer, engine_endpoints
 from inferx_core.load.tokens.tokenizer import (
     EstimateMethod,
     LocalTokenizer,
@@ -30,6 +31,11 @@ from inferx_core.load.tokens.tokenizer import (
     TokenizerError,
     TokenSource,
 )
+
+if TYPE_CHECKING:
+    from inferx_core.config.models import ServerConfig
+    from inferx_core.sdk.manager import InferxPluginManager
+    from inferx_core.sdk.tokenize_api import TokenizeEndpoint
 
 __all__ = ["CounterAttempt", "CounterResolution", "EstimateCounter", "resolve_token_counter"]
 
@@ -113,15 +119,28 @@ def resolve_token_counter(
     max_workers: int = 8,
     estimate_method: EstimateMethod = "chars",
     headers: Mapping[str, str] | None = None,
+    server: ServerConfig | None = None,
+    pm: InferxPluginManager | None = None,
+    endpoints: Sequence[TokenizeEndpoint] | None = None,
 ) -> CounterResolution:
     """Pick a counter: the server's endpoint, else the local file, else an estimate.
 
-    ``headers`` (the API key) go with the server's tokenize calls."""
+    ``headers`` (the API key) go with the server's tokenize calls. The endpoints
+    tried are ``endpoints`` when given, else those the engine plugins describe:
+    ``server``'s engine's plugin when the server is known, else every plugin's
+    (``pm``: the plugin manager to ask; default the installed plugins)."""
     attempts: list[CounterAttempt] = []
     if base_url:
         try:
+            if endpoints is None:
+                endpoints = engine_endpoints(pm, server)
             tok = ServerTokenizer.probe(
-                base_url, model, timeout=timeout, max_workers=max_workers, headers=headers
+                base_url,
+                model,
+                timeout=timeout,
+                max_workers=max_workers,
+                headers=headers,
+                endpoints=endpoints,
             )
         except TokenizerError as exc:
             attempts.append(CounterAttempt("server", False, str(exc)))

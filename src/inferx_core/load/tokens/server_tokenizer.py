@@ -1,10 +1,12 @@
 """The serving engine's own tokenizer endpoints (the truth: what the engine counts).
 
-vLLM and SGLang: ``POST /tokenize {"model", "prompt", "add_special_tokens"}
--> {"tokens", "count", "max_model_len"}`` and ``POST /detokenize {"model",
-"tokens"} -> {"prompt"}`` (``/v1/...`` too); llama.cpp: ``POST /tokenize
-{"content", "add_special"} -> {"tokens"}`` and ``POST /detokenize {"tokens"}
--> {"content"}``. :meth:`ServerTokenizer.probe` finds which one a server speaks.
+The core knows no engine's format: each engine plugin describes its tokenize
+(and detokenize) route, request body and reply with a
+:class:`~inferx_core.sdk.tokenize_api.TokenizeEndpoint` (hook
+``inferx_engine_tokenize_endpoints``), and :class:`ServerTokenizer` follows
+that description. :func:`engine_endpoints` asks the hook: the engine's own
+plugin when the server is known, else every plugin; :meth:`ServerTokenizer.probe`
+finds which of the endpoints the server speaks.
 """
 
 from __future__ import annotations
@@ -13,8 +15,7 @@ import random
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 import numpy as np
@@ -25,35 +26,49 @@ from inferx_core.load.tokens.tokenizer import (
     TokenSource,
     choose_pools,
 )
+from inferx_core.sdk.tokenize_api import TokenizeEndpoint
 
-__all__ = ["ServerTokenizer", "server_root"]
+if TYPE_CHECKING:
+    from inferx_core.config.models import ServerConfig
+    from inferx_core.sdk.manager import InferxPluginManager
+
+__all__ = ["ServerTokenizer", "engine_endpoints", "server_root"]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
 _SERVER_STABLE_PROBE = 4096  # at most this many ids are decoded to choose the pools
 
-
-@dataclass(frozen=True, slots=True)
-class _Dialect:
-    name: str
-    tokenize_path: str
-    detokenize_path: str
-    text_key: str  # request field carrying the text
-    special_key: str  # request field for "add special tokens"
-    send_model: bool
-
-
-_DIALECTS: tuple[_Dialect, ...] = (
-    # vLLM (root), SGLang (root): {"model", "prompt", "add_special_tokens"}
-    _Dialect("vllm", "/tokenize", "/detokenize", "prompt", "add_special_tokens", True),
-    # the same shape under /v1 (SGLang's OpenAI routes, proxies)
-    _Dialect("openai-v1", "/v1/tokenize", "/v1/detokenize", "prompt", "add_special_tokens", True),
-    # llama.cpp server: {"content", "add_special"}
-    _Dialect("llama.cpp", "/tokenize", "/detokenize", "content", "add_special", False),
-)
+HOOK = "inferx_engine_tokenize_endpoints"
 
 _PROBE_TEXT = "Hello world, 123 tokens!"
+
+
+def engine_endpoints(
+    pm: InferxPluginManager | None = None, server: ServerConfig | None = None
+) -> tuple[TokenizeEndpoint, ...]:
+    """The tokenize endpoints to try (hook ``inferx_engine_tokenize_endpoints``).
+
+    With ``server`` only its engine's plugin answers; without it (an external
+    server whose engine is not named) every plugin's endpoints, in call order,
+    duplicates dropped. ``pm`` defaults to the installed plugins.
+    """
+    if pm is None:
+        from inferx_core.sdk.manager import get_plugin_manager
+
+        pm = get_plugin_manager()
+    if server is not None:
+        answers = [pm.call_first(HOOK, server=server)[1]]
+    else:
+        answers = [answer for _, answer in pm.call_each(HOOK, server=None)]
+    found: list[TokenizeEndpoint] = []
+    for answer in answers:
+        for endpoint in answer or ():
+            if not isinstance(endpoint, TokenizeEndpoint):
+                raise TypeError(f"{HOOK} answered {endpoint!r}, not a TokenizeEndpoint")
+            if endpoint not in found:
+                found.append(endpoint)
+    return tuple(found)
 
 
 def server_root(base_url: str) -> str:
@@ -64,25 +79,27 @@ def server_root(base_url: str) -> str:
     return root
 
 
-def _parse_tokens(data: Any, url: str) -> list[int]:
-    if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
-        raise TokenizerError(f"{url}: reply has no 'tokens' list: {str(data)[:200]}")
+def _parse_tokens(endpoint: TokenizeEndpoint, data: Any, url: str) -> list[int]:
+    key = endpoint.tokens_field
+    if not isinstance(data, dict) or not isinstance(data.get(key), list):
+        raise TokenizerError(f"{url}: reply has no {key!r} list: {str(data)[:200]}")
     out: list[int] = []
-    for t in data["tokens"]:
-        if isinstance(t, dict):  # llama.cpp with_pieces
-            t = t.get("id")
+    for t in data[key]:
+        if isinstance(t, dict) and endpoint.token_id_field is not None:
+            t = t.get(endpoint.token_id_field)
         if isinstance(t, bool) or not isinstance(t, int):
             raise TokenizerError(f"{url}: non-integer token {t!r} in reply")
         out.append(t)
     return out
 
 
-def _parse_text(data: Any, url: str) -> str:
+def _parse_text(endpoint: TokenizeEndpoint, data: Any, url: str) -> str:
     if isinstance(data, dict):
-        for key in ("prompt", "text", "content"):
+        for key in endpoint.detokenize_text_fields:
             if isinstance(data.get(key), str):
                 return data[key]
-    raise TokenizerError(f"{url}: reply has no 'prompt'/'text'/'content' string: {str(data)[:200]}")
+    wanted = "/".join(repr(k) for k in endpoint.detokenize_text_fields)
+    raise TokenizerError(f"{url}: reply has no {wanted} string: {str(data)[:200]}")
 
 
 class ServerTokenizer(TokenizerBase):
@@ -90,8 +107,9 @@ class ServerTokenizer(TokenizerBase):
 
     One keep-alive ``httpx.Client`` is shared by a small thread pool, so a
     batch of N texts costs N pipelined requests on ``max_workers`` connections.
-    Use :meth:`probe` to detect the dialect; close with :meth:`close` (or use
-    it as a context manager).
+    ``endpoint`` is the engine plugin's description of the routes; use
+    :meth:`probe` to find the one a server speaks. Close with :meth:`close` (or
+    use it as a context manager).
     """
 
     def __init__(
@@ -99,19 +117,14 @@ class ServerTokenizer(TokenizerBase):
         base_url: str,
         model: str | None = None,
         *,
-        dialect: str = "vllm",
+        endpoint: TokenizeEndpoint,
         timeout: float = 30.0,
         max_workers: int = 8,
         vocab_size: int | None = None,
         client: httpx.Client | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        matches = [d for d in _DIALECTS if d.name == dialect]
-        if not matches:
-            raise ValueError(
-                f"unknown dialect {dialect!r}; use one of {[d.name for d in _DIALECTS]}"
-            )
-        self._dialect = matches[0]
+        self._endpoint = endpoint
         self._root = server_root(base_url)
         self._model = model
         self._max_workers = max(1, int(max_workers))
@@ -145,14 +158,28 @@ class ServerTokenizer(TokenizerBase):
         max_workers: int = 8,
         vocab_size: int | None = None,
         headers: Mapping[str, str] | None = None,
+        endpoints: Sequence[TokenizeEndpoint] | None = None,
     ) -> ServerTokenizer:
-        """Find the dialect the server speaks; raise TokenizerError saying why none worked."""
+        """The first of ``endpoints`` that tokenizes and detokenizes on this server, else
+        the first that tokenizes; raise TokenizerError saying why none worked.
+
+        ``endpoints`` default to every engine plugin's (:func:`engine_endpoints`);
+        pass the engine's own when the engine is known.
+        """
+        if endpoints is None:
+            endpoints = engine_endpoints()
+        if not endpoints:
+            raise TokenizerError(
+                f"no tokenize endpoint to try at {server_root(base_url)}: no engine plugin "
+                f"describes one (hook {HOOK})"
+            )
         reasons: list[str] = []
-        for d in _DIALECTS:
+        fallback: ServerTokenizer | None = None
+        for endpoint in endpoints:
             tok = cls(
                 base_url,
                 model,
-                dialect=d.name,
+                endpoint=endpoint,
                 timeout=timeout,
                 max_workers=max_workers,
                 vocab_size=vocab_size,
@@ -163,7 +190,7 @@ class ServerTokenizer(TokenizerBase):
                 if not ids:
                     raise TokenizerError("returned no tokens for a non-empty probe text")
             except TokenizerError as exc:
-                reasons.append(f"{d.name}: {exc}")
+                reasons.append(f"{endpoint.name}: {exc}")
                 tok.close()
                 continue
             try:
@@ -172,7 +199,16 @@ class ServerTokenizer(TokenizerBase):
             except TokenizerError as exc:
                 tok._can_decode = False
                 tok.decode_unavailable_reason = str(exc)
-            return tok
+            if tok._can_decode:
+                if fallback is not None:
+                    fallback.close()
+                return tok
+            if fallback is None:
+                fallback = tok  # counts; another endpoint may also decode
+            else:
+                tok.close()
+        if fallback is not None:
+            return fallback
         raise TokenizerError(
             f"no tokenize endpoint at {server_root(base_url)}: " + "; ".join(reasons)
         )
@@ -198,11 +234,17 @@ class ServerTokenizer(TokenizerBase):
 
     @property
     def dialect(self) -> str:
-        return self._dialect.name
+        """The name of the endpoint in use (the engine plugin's, e.g. ``vllm``)."""
+        return self._endpoint.name
+
+    @property
+    def endpoint(self) -> TokenizeEndpoint:
+        """The engine plugin's description of the endpoint in use."""
+        return self._endpoint
 
     @property
     def description(self) -> str:
-        return f"server {self._root}{self._dialect.tokenize_path} ({self._dialect.name})"
+        return f"server {self._root}{self._endpoint.path} ({self._endpoint.name})"
 
     @property
     def vocab_size(self) -> int | None:
@@ -271,21 +313,19 @@ class ServerTokenizer(TokenizerBase):
             raise TokenizerError(f"POST {url}: reply is not JSON: {resp.text[:200]}") from exc
 
     def _tokenize_one(self, text: str, add_special: bool) -> list[int]:
-        d = self._dialect
-        payload: dict[str, Any] = {d.text_key: text, d.special_key: add_special}
-        if d.send_model and self._model:
-            payload["model"] = self._model
-        data = self._post(d.tokenize_path, payload)
-        if isinstance(data, dict) and isinstance(data.get("max_model_len"), int):
-            self.max_model_len = data["max_model_len"]
-        return _parse_tokens(data, self._root + d.tokenize_path)
+        e = self._endpoint
+        data = self._post(e.path, e.tokenize_body(text, add_special, self._model))
+        limit = e.max_model_len_field
+        if limit and isinstance(data, dict) and isinstance(data.get(limit), int):
+            self.max_model_len = data[limit]
+        return _parse_tokens(e, data, self._root + e.path)
 
     def _detokenize_one(self, ids: Sequence[int]) -> str:
-        d = self._dialect
-        payload: dict[str, Any] = {"tokens": [int(i) for i in ids]}
-        if d.send_model and self._model:
-            payload["model"] = self._model
-        return _parse_text(self._post(d.detokenize_path, payload), self._root + d.detokenize_path)
+        e = self._endpoint
+        if e.detokenize_path is None:
+            raise TokenizerError(f"{e.name}: the engine has no detokenize endpoint")
+        data = self._post(e.detokenize_path, e.detokenize_body([int(i) for i in ids], self._model))
+        return _parse_text(e, data, self._root + e.detokenize_path)
 
     def _map(self, fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
         if len(items) <= 1 or self._max_workers == 1:

@@ -263,7 +263,11 @@ def test_cancel_marks_the_record_and_propagates(
 
     async def go() -> None:
         task = asyncio.create_task(send(server.base_url, req))
-        await asyncio.sleep(0.2)
+        # Cancel once the first chunk is in, however slow a loaded machine is.
+        deadline = asyncio.get_running_loop().time() + 30
+        while not req.record.chunk_ns:
+            assert asyncio.get_running_loop().time() < deadline, "no first chunk"
+            await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

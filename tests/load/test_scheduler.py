@@ -237,6 +237,14 @@ def test_arrival_times_count_from_a_shared_origin(
 # -- cancellation --------------------------------------------------------------------
 
 
+async def _until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Wait for a state of the run instead of guessing how long it takes."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "the run never got there"
+        await asyncio.sleep(0.01)
+
+
 def _mixed(make_request: MakeRequest) -> list[PreparedRequest]:
     # Two quick requests, then two that never finish.
     return [
@@ -252,9 +260,14 @@ def test_task_cancel_marks_in_flight_and_keeps_finished(
 ) -> None:
     async def go() -> LoadScheduler:
         async with ConnectionPool(server.base_url) as pool:
-            sched = LoadScheduler(pool, _mixed(make_request), LoadConfig(max_concurrency=4))
+            done: list[RequestRecord] = []
+            sched = LoadScheduler(
+                pool, _mixed(make_request), LoadConfig(max_concurrency=4), on_complete=done.append
+            )
             task = asyncio.create_task(sched.run())
-            await asyncio.sleep(0.3)
+            # Cancel once the quick two finished and the hanging two are sent, however
+            # slow a loaded machine makes that (a fixed sleep was a race).
+            await _until(lambda: len(done) == 2 and len(sched.result.records) == 4)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
@@ -276,9 +289,14 @@ def test_stop_cancelling_in_flight_returns_normally(
             endless = itertools.chain(
                 _mixed(make_request), (make_request(i) for i in itertools.count(4))
             )
-            sched = LoadScheduler(pool, endless, LoadConfig(max_concurrency=2))
-            asyncio.get_running_loop().call_later(0.3, lambda: sched.stop(cancel_in_flight=True))
-            return await asyncio.wait_for(sched.run(), 5)
+            done: list[RequestRecord] = []
+            sched = LoadScheduler(
+                pool, endless, LoadConfig(max_concurrency=2), on_complete=done.append
+            )
+            task = asyncio.create_task(sched.run())
+            await _until(lambda: len(done) == 2 and len(sched.result.records) == 4)
+            sched.stop(cancel_in_flight=True)
+            return await asyncio.wait_for(task, 5)
 
     res = asyncio.run(go())
     assert res.cancelled

@@ -188,3 +188,14 @@ def test_the_makefile_builds_the_version_the_plugin_looks_for() -> None:
         ln for ln in makefile.read_text().splitlines() if ln.startswith("LLAMA_CPP_PYTHON_VERSION")
     )
     assert line.split(":=")[1].strip() == engine_paths.LLAMA_CPP_PYTHON_VERSION
+
+
+def test_tokenize_endpoint_is_llama_servers() -> None:
+    from inferx_llamacpp import plugin as llamacpp
+
+    (endpoint,) = llamacpp.inferx_engine_tokenize_endpoints()
+    assert endpoint.path == "/tokenize" and endpoint.detokenize_path == "/detokenize"
+    # no model field: llama-server serves one model and reads "content"
+    assert endpoint.tokenize_body("hi", True, "served") == {"content": "hi", "add_special": True}
+    assert endpoint.token_id_field == "id"  # with_pieces replies {id, piece}
+    assert endpoint.detokenize_text_fields == ("content",)

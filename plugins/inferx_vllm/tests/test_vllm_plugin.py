@@ -131,3 +131,32 @@ def test_readiness_and_metrics_map() -> None:
     metrics = hooks.inferx_engine_metrics(server=server)
     assert metrics.requests_running == "vllm:num_requests_running"
     assert metrics.kv_cache_usage.startswith("vllm:")
+
+
+def test_the_entry_point_is_the_thin_hooks_module() -> None:
+    """hooks.py holds only the hook implementations; launch and roles never import it."""
+    import ast
+    import inspect
+
+    from inferx_vllm import hooks, launch, roles
+
+    for module in (launch, roles):
+        tree = ast.parse(inspect.getsource(module))
+        imported = {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "inferx_vllm"
+            for alias in node.names
+        }
+        assert "hooks" not in imported and not any(n.startswith("inferx_") for n in dir(module))
+    public = [n for n in dir(hooks) if callable(getattr(hooks, n)) and n.startswith("inferx_")]
+    assert "inferx_engine_role_spec" in public and "inferx_engine_tokenize_endpoints" in public
+
+
+def test_tokenize_endpoint_is_vllms() -> None:
+    (endpoint,) = hooks.inferx_engine_tokenize_endpoints()
+    assert endpoint.path == "/tokenize" and endpoint.detokenize_path == "/detokenize"
+    body = endpoint.tokenize_body("hi", False, "served")
+    assert body == {"prompt": "hi", "add_special_tokens": False, "model": "served"}
+    assert endpoint.max_model_len_field == "max_model_len"
+    assert endpoint.detokenize_text_fields == ("prompt",)

@@ -382,8 +382,16 @@ def _frontier(rows: Sequence[Mapping[str, Any]]) -> Frontier:
 
 
 def _not_ok_metric(spec: MetricSpec, side: str) -> dict[str, Any]:
-    return {"field": spec.field, "label": spec.label, "a": None, "b": None, "ratio": None,
-            "change": None, "verdict": "n/a", "basis": f"point not ok in {side}"}  # fmt: skip
+    return {
+        "field": spec.field,
+        "label": spec.label,
+        "a": None,
+        "b": None,
+        "ratio": None,
+        "change": None,
+        "verdict": "n/a",
+        "basis": f"point not ok in {side}",
+    }
 
 
 def _point_metrics(a: SideData, b: SideData, pa: str, pb: str, noise: float) -> list[dict]:
@@ -396,9 +404,15 @@ def _point_metrics(a: SideData, b: SideData, pa: str, pb: str, noise: float) -> 
             continue
         ea, eb = estimate(a, pa, spec), estimate(b, pb, spec)
         metrics.append(
-            {"field": spec.field, "label": spec.label, "better": spec.better,
-             "a": ea.to_json(), "b": eb.to_json(), **decide(ea, eb, spec.better, noise)}
-        )  # fmt: skip
+            {
+                "field": spec.field,
+                "label": spec.label,
+                "better": spec.better,
+                "a": ea.to_json(),
+                "b": eb.to_json(),
+                **decide(ea, eb, spec.better, noise),
+            }
+        )
     return metrics
 
 
@@ -419,9 +433,16 @@ def _frontier_comparison(
             va, vb = fa.interpolate(level), fb.interpolate(level)
             verdict = decide(Estimate(va), Estimate(vb), "higher", noise)
             frontiers.append(
-                {"scenario": scen, "at": float(level), "a": va, "b": vb,
-                 "a_range": range_a, "b_range": range_b, **verdict}
-            )  # fmt: skip
+                {
+                    "scenario": scen,
+                    "at": float(level),
+                    "a": va,
+                    "b": vb,
+                    "a_range": range_a,
+                    "b_range": range_b,
+                    **verdict,
+                }
+            )
     return frontiers, ranges
 
 
@@ -438,10 +459,14 @@ def compare(
         raise ValueError(f"noise must be in [0, 1), got {noise}")
     pairs, rule = match_points(a.rows, b.rows, by)
     points = [
-        {"label": label, "a_point": pa, "b_point": pb,
-         "metrics": _point_metrics(a, b, pa, pb, noise)}
+        {
+            "label": label,
+            "a_point": pa,
+            "b_point": pb,
+            "metrics": _point_metrics(a, b, pa, pb, noise),
+        }
         for label, pa, pb in pairs
-    ]  # fmt: skip
+    ]
     matched_a = {pa for _, pa, _ in pairs}
     matched_b = {pb for _, _, pb in pairs}
     frontiers, ranges = _frontier_comparison(a, b, at, noise)

@@ -102,8 +102,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if report.ignored:
         names = ", ".join(Path(p).name for p in report.ignored[:3])
         more = ", ..." if len(report.ignored) > 3 else ""
-        print(f"{len(report.ignored)} other JSON file(s) ignored ({names}{more}): "
-              "neither InferX, vLLM nor InferenceX results")  # fmt: skip
+        print(
+            f"{len(report.ignored)} other JSON file(s) ignored ({names}{more}): "
+            "neither InferX, vLLM nor InferenceX results"
+        )
     label = f" under label {args.label!r}" if args.label else ""
     print(
         f"{len(report.stored)} point(s) stored, {len(report.already)} already stored{label}; "
@@ -143,8 +145,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
         return 0
-    cells = [[*(_fmt(row[c]) for c in _LIST_COLUMNS), ",".join(row["labels"]) or "-"]
-             for row in rows]  # fmt: skip
+    cells = [
+        [*(_fmt(row[c]) for c in _LIST_COLUMNS), ",".join(row["labels"]) or "-"] for row in rows
+    ]
     if not sys.stdout.isatty():  # piped: tab-separated, nothing cut to a terminal's width
         print(f"{len(rows)} point(s)")
         for line in [[*_LIST_COLUMNS, "labels"], *cells]:
@@ -164,18 +167,24 @@ def cmd_regress(args: argparse.Namespace) -> int:
 
     with _open(args) as db:
         result = regress(
-            db, args.baseline, args.candidate, metrics=_split(args.metric),
-            filters=filters_from_args(args), noise=args.noise, by=args.match,
-        )  # fmt: skip
+            db,
+            args.baseline,
+            args.candidate,
+            metrics=_split(args.metric),
+            filters=filters_from_args(args),
+            noise=args.noise,
+            by=args.match,
+        )
     if args.json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")
     else:
         for v in result.verdicts:
             parts = [
                 f"{m['label']} {m['change']:+.1%} {m['verdict']}"
-                if m["change"] is not None else f"{m['label']} n/a ({m['basis']})"
+                if m["change"] is not None
+                else f"{m['label']} n/a ({m['basis']})"
                 for m in v["metrics"]
-            ]  # fmt: skip
+            ]
             print(f"{v['verdict'].upper():7} {v['label']}: " + "; ".join(parts))
         for line in result.regressions:
             print(f"REGRESSION {line}")
@@ -210,8 +219,10 @@ def cmd_info(args: argparse.Namespace) -> int:
     with open_db(args.db, migrate=False) as db:
         before = db.version()
         db.migrate()
-        print(f"{describe_url(db.url)} ({db.kind}): schema {before} -> {SCHEMA_VERSION}, "
-              f"{db.count()} point(s), {len(db.label_summary())} label(s)")  # fmt: skip
+        print(
+            f"{describe_url(db.url)} ({db.kind}): schema {before} -> {SCHEMA_VERSION}, "
+            f"{db.count()} point(s), {len(db.label_summary())} label(s)"
+        )
     return 0
 
 

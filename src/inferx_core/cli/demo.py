@@ -79,8 +79,9 @@ def cmd_demo(args: argparse.Namespace, execute: Callable[..., int]) -> int:
         if engine in known
     ]
     if not configs:
-        raise UserFacingError(f"--engines {args.engines}: none is installed; known: "
-                              f"{', '.join(sorted(known))}")  # fmt: skip
+        raise UserFacingError(
+            f"--engines {args.engines}: none is installed; known: {', '.join(sorted(known))}"
+        )
     # each engine into its own folder (`inferx compare OUTPUT/vllm OUTPUT/llamacpp`)
     per_engine = argparse.Namespace(**{**vars(args), "output": None})
     return execute(configs, per_engine, pm, detect_platform(pm))

@@ -22,35 +22,55 @@ if TYPE_CHECKING:
     from inferx_core.sdk.manager import InferxPluginManager
     from inferx_core.sdk.platform import Platform
 
-#: Flags of the slurm executor, mapped to its option names (SlurmOptions).
-_SLURM_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
-    ("--partition", "partition", str, "sbatch --partition"),
-    ("--account", "account", str, "sbatch --account"),
-    ("--time", "time", str, "sbatch --time limit per job, e.g. 02:00:00"),
+#: Flags of the slurm executor: (flag, SlurmOptions name, type, metavar, help).
+_SLURM_FLAGS: tuple[tuple[str, str, Any, str, str], ...] = (
+    ("--partition", "partition", str, "NAME", "sbatch --partition"),
+    ("--account", "account", str, "NAME", "sbatch --account"),
+    ("--time", "time", str, "LIMIT", "sbatch --time limit per job, e.g. 02:00:00"),
     (
         "--gpus-per-node",
         "gpus_per_node",
         number(int, Bounds(low=0)),
+        "N",
         "GPUs per job (default: the configuration's tp x pp x dp; 0: none)",
     ),
-    ("--container-image", "container_image", str, "run the engine in this image (pyxis srun)"),
-    ("--container-mounts", "container_mounts", str, "pyxis mounts SRC:DST[:ro],... for the engine"),
-    ("--max-parallel", "max_parallel", number(int, Bounds(low=1)), "at most N array tasks at once"),
-    ("--job-name", "job_name", str, "sbatch --job-name (default inferx)"),
-    ("--inferx-command", "inferx_command", str, "how the node runs inferx (default: this one)"),
+    (
+        "--container-image",
+        "container_image",
+        str,
+        "IMAGE",
+        "run the engine in this image (pyxis srun)",
+    ),
+    (
+        "--container-mounts",
+        "container_mounts",
+        str,
+        "MOUNTS",
+        "pyxis mounts SRC:DST[:ro],... for the engine",
+    ),
+    (
+        "--max-parallel",
+        "max_parallel",
+        number(int, Bounds(low=1)),
+        "N",
+        "at most N array tasks at once",
+    ),
+    ("--job-name", "job_name", str, "NAME", "sbatch --job-name (default inferx)"),
+    (
+        "--inferx-command",
+        "inferx_command",
+        str,
+        "ARGV",
+        "how the node runs inferx (default: this one)",
+    ),
     (
         "--client-nodes",
         "client_nodes",
         number(int, Bounds(low=1)),
+        "K",
         "nodes for the load generators (srun steps)",
     ),
 )
-
-
-_METAVARS = {"gpus_per_node": "N", "max_parallel": "N", "container_image": "IMAGE",
-             "container_mounts": "MOUNTS", "inferx_command": "ARGV", "job_name": "NAME",
-             "partition": "NAME", "account": "NAME", "time": "LIMIT",
-             "client_nodes": "K"}  # fmt: skip
 
 
 def _add_executor_options(p: argparse.ArgumentParser) -> None:
@@ -67,14 +87,8 @@ def _add_executor_options(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="an executor option by name (any executor, repeatable)",
     )
-    for flag, dest, kind, text in _SLURM_FLAGS:
-        g.add_argument(
-            flag,
-            dest=f"x_{dest}",
-            type=kind,
-            metavar=_METAVARS.get(dest),
-            help=f"slurm: {text}",
-        )
+    for flag, dest, kind, metavar, text in _SLURM_FLAGS:
+        g.add_argument(flag, dest=f"x_{dest}", type=kind, metavar=metavar, help=f"slurm: {text}")
     g.add_argument(
         "--sbatch-arg",
         dest="x_sbatch_args",
@@ -196,9 +210,7 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
         if name.startswith("x_") and value is not None
     }
     if given and args.executor != "slurm":
-        flag_of = {dest: flag for flag, dest, _, _ in _SLURM_FLAGS} | {
-            "sbatch_args": "--sbatch-arg"
-        }
+        flag_of = {dest: flag for flag, dest, *_ in _SLURM_FLAGS} | {"sbatch_args": "--sbatch-arg"}
         flags = ", ".join(flag_of[k] for k in sorted(given))
         raise UserFacingError(f"{flags}: slurm executor flag(s); add --executor slurm")
     if options and args.executor == "local":

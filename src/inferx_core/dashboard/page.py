@@ -77,9 +77,13 @@ def _filters_html() -> str:
 
 
 def _history_html() -> str:
-    metrics = (("tput_per_gpu", "tok/s/GPU"), ("median_intvty", "tok/s/user"),
-               ("median_e2el_ms", "E2E p50 ms"), ("median_ttft_ms", "TTFT p50 ms"),
-               ("cost", "$/M tokens"))  # fmt: skip
+    metrics = (
+        ("tput_per_gpu", "tok/s/GPU"),
+        ("median_intvty", "tok/s/user"),
+        ("median_e2el_ms", "E2E p50 ms"),
+        ("median_ttft_ms", "TTFT p50 ms"),
+        ("cost", "$/M tokens"),
+    )
     options = "".join(f'<option value="{v}">{t}</option>' for v, t in metrics)
     return (
         '<h2>History per configuration</h2><div class="controls">'

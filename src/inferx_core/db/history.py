@@ -39,10 +39,16 @@ def history_rows(db: ResultsDB, metric: str, filters: Filters) -> list[dict[str,
         except KeyError:
             raise UserFacingError(f"unknown metric {metric!r} (a flat result name)") from None
         rows.append(
-            {"point_id": row["point_id"], "date": row["date"], "engine": row["engine"],
-             "engine_version": row["engine_version"], "labels": list(item.labels),
-             "status": row["status"], "value": value}
-        )  # fmt: skip
+            {
+                "point_id": row["point_id"],
+                "date": row["date"],
+                "engine": row["engine"],
+                "engine_version": row["engine_version"],
+                "labels": list(item.labels),
+                "status": row["status"],
+                "value": value,
+            }
+        )
     configs = sorted({r["point_id"] for r in rows})
     if len(configs) > MAX_LINES:
         raise UserFacingError(
@@ -70,8 +76,14 @@ def plot_history(rows: Sequence[dict[str, Any]], metric: str, output: Path) -> P
         ys = [r["value"] for r in mine]
         ax.plot(xs, ys, marker="o", label=pid)
         for x, y, r in zip(xs, ys, mine, strict=True):
-            ax.annotate(str(r["engine_version"] or "?"), (x, y), fontsize=7,
-                        textcoords="offset points", xytext=(0, 6), ha="center")  # fmt: skip
+            ax.annotate(
+                str(r["engine_version"] or "?"),
+                (x, y),
+                fontsize=7,
+                textcoords="offset points",
+                xytext=(0, 6),
+                ha="center",
+            )
     bad = [r for r in rows if r["status"] != "ok"]
     if bad:
         ax.set_title(f"{len(bad)} point(s) not ok (no value)", fontsize=9, color="red")

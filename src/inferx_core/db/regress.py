@@ -143,7 +143,12 @@ def regress(
         judged = [m for m in point["metrics"] if m["field"] in chosen]
         worst = min((m["verdict"] for m in judged), key=_ORDER.__getitem__, default="n/a")
         verdicts.append(
-            {"label": point["label"], "baseline_point": point["a_point"],
-             "candidate_point": point["b_point"], "verdict": worst, "metrics": judged}
-        )  # fmt: skip
+            {
+                "label": point["label"],
+                "baseline_point": point["a_point"],
+                "candidate_point": point["b_point"],
+                "verdict": worst,
+                "metrics": judged,
+            }
+        )
     return Regression(comparison, chosen, verdicts)

@@ -92,8 +92,10 @@ def _wait_gpu_memory(
                 }
             busy = {g: f for g, f in fractions.items() if f > threshold}
             if busy and time.monotonic() + wait.timeout_s - deadline < POLL_S:
-                _announce(f"GPU(s) {sorted(busy)} to drop below {threshold:.0%} memory in use",
-                          wait.timeout_s)  # fmt: skip
+                _announce(
+                    f"GPU(s) {sorted(busy)} to drop below {threshold:.0%} memory in use",
+                    wait.timeout_s,
+                )
             if not busy:
                 return {
                     "kind": wait.kind,

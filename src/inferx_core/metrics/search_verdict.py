@@ -69,8 +69,9 @@ def judge_run(
     """The run's score against ``search.slo``, or why it cannot be judged."""
     if status != "ok":
         why = failure_reason or status
-        return Measurement(None, reason=why if why.startswith(status) else f"{status}: {why}",
-                           point_id=point_id)  # fmt: skip
+        return Measurement(
+            None, reason=why if why.startswith(status) else f"{status}: {why}", point_id=point_id
+        )
     scores: list[tuple[float, str]] = []
     limits = search.per_request()
     if limits:

@@ -94,8 +94,10 @@ class ServerProcess:
             argv.append("--comments")
         if k.stamp:
             argv.append("--stamp")
-        for flag, value in (("--usage-completion", k.usage_completion),
-                            ("--usage-prompt", k.usage_prompt)):  # fmt: skip
+        for flag, value in (
+            ("--usage-completion", k.usage_completion),
+            ("--usage-prompt", k.usage_prompt),
+        ):
             if value is not None:
                 argv += [flag, json.dumps(value)]
         if k.hold_open:

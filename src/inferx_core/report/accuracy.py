@@ -34,8 +34,8 @@ __all__ = [
 #: Accuracy columns of points.csv (declared with the others in analysis.columns).
 POINT_FIELDS = ACCURACY_FIELDS
 
-#: accuracy.csv: one row per point, task and metric.
-ACCURACY_CSV_COLUMNS = (
+#: What each accuracy.csv row repeats of its point's row (its first columns).
+_CONTEXT = (
     "point_id",
     "series",
     "group",
@@ -44,6 +44,11 @@ ACCURACY_CSV_COLUMNS = (
     "model",
     "concurrency",
     "request_rate",
+)
+
+#: accuracy.csv: one row per point, task and metric.
+ACCURACY_CSV_COLUMNS = (
+    *_CONTEXT,
     "task",
     "status",
     "threshold",
@@ -58,8 +63,6 @@ ACCURACY_CSV_COLUMNS = (
     "evaluator_version",
     "error",
 )
-_CONTEXT = ("point_id", "series", "group", "precision", "engine", "model")
-_CONTEXT += ("concurrency", "request_rate")
 
 
 def _point_fields(result: PointResultBase) -> dict[str, Any]:

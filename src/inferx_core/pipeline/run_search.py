@@ -87,17 +87,32 @@ def search_on_server(
     ) -> PointOutcome:
         source = PointSource(pid, point, server_id=sid, context={**session.context, "search": tag})
         return run_point(
-            target, point, workload=cfg.workload, load=cfg.load, slo=probe_slo(search),
-            counter=session.counter, point_id=pid, num_gpus=num_gpus,
-            percentiles=probe_percentiles(RUN_PERCENTILES, search), output_dir=folder,
-            source=source, abort_check=session.engine_gone,
-            failure_details=session.failure_details, progress=progress,
+            target,
+            point,
+            workload=cfg.workload,
+            load=cfg.load,
+            slo=probe_slo(search),
+            counter=session.counter,
+            point_id=pid,
+            num_gpus=num_gpus,
+            percentiles=probe_percentiles(RUN_PERCENTILES, search),
+            output_dir=folder,
+            source=source,
+            abort_check=session.engine_gone,
+            failure_details=session.failure_details,
+            progress=progress,
             num_gpus_reason=None if num_gpus else "the engine uses no GPU (CPU build)",
-            telemetry=telemetry, validity_limits=cfg.validity,
-        )  # fmt: skip
+            telemetry=telemetry,
+            validity_limits=cfg.validity,
+        )
 
     plan = SearchPlan(
-        search, cfg.workload, server_id(cfg), session.output_dir, run_probe,
-        max_concurrency=cfg.load.max_concurrency, server_id=sid,
-    )  # fmt: skip
+        search,
+        cfg.workload,
+        server_id(cfg),
+        session.output_dir,
+        run_probe,
+        max_concurrency=cfg.load.max_concurrency,
+        server_id=sid,
+    )
     return search_probes(plan, on_point=session.record, resume=resume, on_skip=on_skip)

@@ -166,9 +166,13 @@ class _Prober:
         records = [r for r in outcome.records if not r.warmup]
         res = outcome.result
         verdict = judge_run(
-            res.status, res.failure_reason, res.flat(), [request_metrics(r) for r in records],
-            self.plan.search, pid,
-        )  # fmt: skip
+            res.status,
+            res.failure_reason,
+            res.flat(),
+            [request_metrics(r) for r in records],
+            self.plan.search,
+            pid,
+        )
         self.verdicts.setdefault(level, []).append(verdict)
         return verdict
 
@@ -239,17 +243,30 @@ def run_search(
         ) -> PointOutcome:
             context = {"config": config.model_dump(mode="json"), "search": tag}
             return run_point(
-                target, point, workload=config.workload, load=config.load,
-                slo=probe_slo(search), counter=counter, point_id=pid,
-                num_gpus=config.num_gpus, percentiles=probe_percentiles(config.percentiles, search),
-                output_dir=folder, source=PointSource("", point, context=context),
-                progress=progress, telemetry=telemetry, validity_limits=config.validity,
-            )  # fmt: skip
+                target,
+                point,
+                workload=config.workload,
+                load=config.load,
+                slo=probe_slo(search),
+                counter=counter,
+                point_id=pid,
+                num_gpus=config.num_gpus,
+                percentiles=probe_percentiles(config.percentiles, search),
+                output_dir=folder,
+                source=PointSource("", point, context=context),
+                progress=progress,
+                telemetry=telemetry,
+                validity_limits=config.validity,
+            )
 
         plan = SearchPlan(
-            search, config.workload, prefix, config.output_dir, run_probe,
+            search,
+            config.workload,
+            prefix,
+            config.output_dir,
+            run_probe,
             max_concurrency=config.load.max_concurrency,
-        )  # fmt: skip
+        )
         return search_probes(plan, on_point=on_point, resume=resume, on_skip=on_skip)
 
 

@@ -1,18 +1,26 @@
-"""The buyer's table: one row per searched server configuration, ranked by cost at SLO.
+"""The buyer's table: one row per server configuration, ranked by cost at SLO.
 
 Each :class:`~inferx_core.metrics.search_model.SearchSummary` names its capacity
 point; that point's result gives the cost per million tokens and tokens per MW
 (``analysis/cost.py``: price and power from the config, flags or the built-in
 table). Rows without a known cost sort after those with one, by throughput per GPU.
+
+Rows come from search summaries (source ``search``) and, under each of their SLOs,
+from the other points of the report: a plain sweep's (``sweep points``) and imported
+results (``import``), their capacity derived from the points by
+:func:`~inferx_core.analysis.capacity.derived_capacities`.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from inferx_core.analysis.capacity import constraint_of, derived_capacities
 from inferx_core.analysis.cost import CostOptions, cost_fields
+from inferx_core.config.search import SearchConfig
 from inferx_core.metrics.search_model import SearchSummary
 from inferx_core.results.model import PointResultBase
 
@@ -21,6 +29,7 @@ __all__ = ["SEARCH_COLUMNS", "search_rows", "search_table_html", "search_table_t
 #: (header, row key, format)
 SEARCH_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("search", "search_id", "{}"),
+    ("source", "source", "{}"),
     ("SLO", "slo", "{}"),
     ("status", "status", "{}"),
     ("capacity", "capacity", "{:g}"),
@@ -34,45 +43,69 @@ SEARCH_COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def _evidence(s: SearchSummary) -> str:
+def _evidence(s: SearchSummary, unit: str = "run") -> str:
     def one(p: Any, word: str) -> str:
         if p is None:
             return f"no {word}"
         spread = f" [{p.spread[0]:.2f}-{p.spread[1]:.2f}]" if p.runs > 1 and p.spread else ""
         flag = " uncertain" if p.uncertain else ""
-        runs = f"{p.runs} run{'s' * (p.runs > 1)}"
+        runs = f"{p.runs} {unit}{'s' * (p.runs > 1)}"
         return f"{word} {p.level:g} ({p.score:.2f}x limit, {runs}{spread}{flag})"
 
     return f"{one(s.last_pass, 'pass')}; {one(s.first_fail, 'fail')}"
+
+
+def _row(
+    s: SearchSummary, point: PointResultBase | None, options: CostOptions | None
+) -> dict[str, Any]:
+    cost = cost_fields(point, options) if point is not None else {}
+    return {
+        "search_id": s.search_id,
+        "source": "search",
+        "slo": s.slo,
+        "status": s.status,
+        "capacity": s.capacity,
+        "binding_slo": s.binding_slo,
+        "tput_per_gpu": cost.get("tput_per_gpu", s.at_capacity.get("tput_per_gpu")),
+        "request_goodput": s.at_capacity.get("request_goodput"),
+        "cost_per_mtok_total": cost.get("cost_per_mtok_total"),
+        "tok_s_per_mw_provisioned": cost.get("tok_s_per_mw_provisioned"),
+        "evidence": _evidence(s),
+        "knee": f"{s.knee.level:g}" if s.knee else "none found",
+        "reason": s.reason,
+    }
+
+
+def _constraints(
+    summaries: Sequence[SearchSummary], slos: Sequence[SearchConfig]
+) -> list[SearchConfig]:
+    """The distinct SLOs (limits and goodput share) of the searches, then ``slos``."""
+    out: dict[tuple[Any, ...], SearchConfig] = {}
+    for c in [*(constraint_of(s) for s in summaries), *slos]:
+        out.setdefault((tuple(sorted(c.slo.items())), c.goodput), c)
+    return list(out.values())
 
 
 def search_rows(
     summaries: Sequence[SearchSummary],
     results: Sequence[PointResultBase],
     options: CostOptions | None = None,
+    *,
+    paths: Mapping[str, Path] | None = None,
+    slos: Sequence[SearchConfig] = (),
 ) -> list[dict[str, Any]]:
-    """The summaries as rows, cheapest at SLO first."""
+    """The summaries as rows, and under each of their SLOs (and ``slos``) the capacity of
+    every other server configuration in ``results`` (a plain sweep, imported points),
+    derived from its points; cheapest at SLO first. ``paths`` (point id -> result file)
+    lets a point be judged from its request records."""
     by_id = {r.point_id: r for r in results}
-    rows = []
-    for s in summaries:
-        point = by_id.get(s.capacity_point_id or "")
-        cost = cost_fields(point, options) if point is not None else {}
-        rows.append(
-            {
-                "search_id": s.search_id,
-                "slo": s.slo,
-                "status": s.status,
-                "capacity": s.capacity,
-                "binding_slo": s.binding_slo,
-                "tput_per_gpu": cost.get("tput_per_gpu", s.at_capacity.get("tput_per_gpu")),
-                "request_goodput": s.at_capacity.get("request_goodput"),
-                "cost_per_mtok_total": cost.get("cost_per_mtok_total"),
-                "tok_s_per_mw_provisioned": cost.get("tok_s_per_mw_provisioned"),
-                "evidence": _evidence(s),
-                "knee": f"{s.knee.level:g}" if s.knee else "none found",
-                "reason": s.reason,
-            }
-        )
+    rows = [_row(s, by_id.get(s.capacity_point_id or ""), options) for s in summaries]
+    constraints = _constraints(summaries, slos)
+    for d in derived_capacities(results, constraints, options, paths):
+        row = _row(d.summary, by_id.get(d.summary.capacity_point_id or ""), options)
+        row["source"] = d.source
+        row["evidence"] = f"{_evidence(d.summary, 'point')}; judged on {d.basis}"
+        rows.append(row)
 
     def rank(row: dict[str, Any]) -> tuple[int, float, float]:
         cost, tput = row["cost_per_mtok_total"], row["tput_per_gpu"]
@@ -81,7 +114,7 @@ def search_rows(
     return sorted(rows, key=rank)
 
 
-def _cell(row: dict[str, Any], key: str, fmt: str) -> str:
+def _cell(row: Mapping[str, Any], key: str, fmt: str) -> str:
     value = row.get(key)
     return "-" if value is None else fmt.format(value)
 
@@ -106,17 +139,18 @@ def search_table_text(rows: Sequence[dict[str, Any]], console: Any = None) -> No
             console.print(f"{row['search_id']}: {row['reason']}", markup=False)
 
 
+def _html_row(row: Mapping[str, Any]) -> str:
+    cells = "".join(f"<td>{html.escape(_cell(row, k, f))}</td>" for _, k, f in SEARCH_COLUMNS)
+    name = html.escape(str(row["search_id"]), quote=True)
+    return f'<tr data-search="{name}" data-source="{html.escape(str(row["source"]))}">{cells}</tr>'
+
+
 def search_table_html(rows: Sequence[dict[str, Any]]) -> str:
     """The rows as an HTML table; every value is escaped text, never markup."""
     if not rows:
         return ""
     head = "".join(f"<th>{html.escape(h)}</th>" for h, _, _ in SEARCH_COLUMNS)
-    body = "".join(
-        f'<tr data-search="{html.escape(str(r["search_id"]), quote=True)}">'
-        + "".join(f"<td>{html.escape(_cell(r, k, f))}</td>" for _, k, f in SEARCH_COLUMNS)
-        + "</tr>"
-        for r in rows
-    )  # fmt: skip
+    body = "".join(_html_row(r) for r in rows)
     unfound = "".join(
         '<li class="warn">' + html.escape(f"{r['search_id']}: {r['reason']}") + "</li>"
         for r in rows
@@ -124,9 +158,10 @@ def search_table_html(rows: Sequence[dict[str, Any]]) -> str:
     )
     return (
         '<h2 id="search-heading">Capacity at SLO (cheapest first)</h2>'
-        '<p class="meta">One capacity search per server configuration (docs/search.md): '
-        "the most load at which the SLO still holds; evidence: the last passing and the "
-        "first failing probe, with their spreads.</p>"
+        '<p class="meta">One row per server configuration and SLO (docs/search.md): '
+        "the most load at which the SLO still holds, from a capacity search or derived "
+        "from a plain sweep's or imported points (source); evidence: the last passing "
+        "and the first failing probe or point, with their spreads.</p>"
         '<div class="scroll"><table class="search" id="search">'
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
         + (f'<ul class="notes" id="search-notes">{unfound}</ul>' if unfound else "")

@@ -1,0 +1,247 @@
+"""Capacity at an SLO derived from points already measured: a plain sweep, imported results.
+
+The buyer's table ranks server configurations by cost at their capacity. A search
+answers that itself (``search/*.json``); for the other points of a report (a sweep
+of concurrencies or rates, InferenceX or vLLM results brought in by ``inferx
+import``) :func:`derived_capacities` derives the same answer from the points, one
+per server configuration and SLO:
+
+- the points are grouped by server configuration and scenario (an InferX point id
+  without its load level; for an imported point, its hardware, engine, model,
+  precision, scenario and parallelism) and load axis (closed loop: concurrency;
+  open loop: rate, per concurrency cap); a group of two load levels or more is a
+  sweep (a lone point, e.g. one ``inferx bench`` run beside a search, is none);
+- each point is judged as a probe would be (:func:`~inferx_core.metrics.search_verdict
+  .judge_run`): from its request records where they are on disk (the joint goodput
+  share, exactly), else, for an imported point, each per-request limit on its
+  goodput percentile (``ttft_ms<=500`` at 0.99: ``p99_ttft_ms<=500``; ``intvty`` as
+  TPOT), which a failure proves but a pass only bounds (the joint share is not known);
+- the capacity is the last passing level below the first failing one (the boundary,
+  as a search finds it), with that pass and that fail as the evidence; a higher level
+  that passes again is named in the reason, not taken.
+
+The answer is a :class:`~inferx_core.metrics.search_model.SearchSummary` like a
+search's, so the table shows both alike, each row marked with its source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inferx_core.analysis.cost import CostOptions
+from inferx_core.analysis.points import build_rows, series_of
+from inferx_core.config.search import SearchConfig
+from inferx_core.metrics.knee import LevelFigures, find_knee
+from inferx_core.metrics.requests import request_metrics
+from inferx_core.metrics.search import Measurement, Probe, SearchOutcome
+from inferx_core.metrics.search_model import SearchSummary
+from inferx_core.metrics.search_verdict import judge_run
+from inferx_core.results.model import PointResultBase
+from inferx_core.results.read import read_request_records
+
+__all__ = ["SOURCES", "DerivedCapacity", "constraint_of", "derived_capacities"]
+
+#: A buyer's-table row's source: a search's summary, a plain sweep's points, imported points.
+SOURCES = ("search", "sweep points", "import")
+
+
+@dataclass(frozen=True)
+class DerivedCapacity:
+    summary: SearchSummary
+    source: str  # "sweep points" | "import"
+    basis: str  # how its points were judged: "request records" | "p99 per limit" ...
+
+
+@dataclass
+class _Group:
+    label: str
+    over: str  # concurrency | rate
+    source: str
+    server_id: str | None
+    points: list[tuple[float, PointResultBase]]
+
+
+def constraint_of(summary: SearchSummary) -> SearchConfig:
+    """A search summary's SLO, as the config that judges a point against it."""
+    data = {"over": summary.over, "slo": dict(summary.limits), "goodput": summary.goodput_target}
+    return SearchConfig.model_validate(data)
+
+
+def _on_axis(search: SearchConfig, over: str) -> SearchConfig:
+    data = {"over": over, "slo": dict(search.slo), "goodput": search.goodput}
+    return SearchConfig.model_validate(data)
+
+
+def _level(result: PointResultBase) -> tuple[str, float, Any] | None:
+    """(axis, level, concurrency cap) of a closed- or open-loop point; None for others."""
+    ident = result.identity
+    if ident.mode == "closed" and ident.concurrency is not None:
+        return "concurrency", float(ident.concurrency), None
+    if ident.mode == "open" and ident.request_rate is not None:
+        return "rate", float(ident.request_rate), ident.max_concurrency
+    return None
+
+
+def _import_label(row: Mapping[str, Any]) -> str:
+    par = " ".join(f"{k}{row[k]}" for k in ("tp", "pp", "dp", "ep") if row.get(k) is not None)
+    return f"{row['group']} | {par or 'tp?'}"
+
+
+def _groups(results: Iterable[PointResultBase], options: CostOptions | None) -> list[_Group]:
+    """The points that are no search's probe, by server configuration and load axis."""
+    plain = [r for r in results if "search" not in (r.provenance.extra or {})]
+    rows = {row["point_id"]: row for row in build_rows(plain, options)}
+    groups: dict[tuple[Any, ...], _Group] = {}
+    for result in plain:
+        level = _level(result)
+        if level is None:
+            continue
+        over, value, cap = level
+        imported = result.provenance.imported_from is not None
+        label = _import_label(rows[result.point_id]) if imported else series_of(result.point_id)
+        if cap is not None:
+            label = f"{label} (cap {cap})"
+        key = (imported, label, over)
+        source = "import" if imported else "sweep points"
+        group = groups.setdefault(key, _Group(label, over, source, None, []))
+        group.server_id = group.server_id or result.identity.server_id
+        group.points.append((value, result))
+    # a sweep: two load levels or more (one point bounds nothing on one side)
+    return [g for g in groups.values() if len({level for level, _ in g.points}) > 1]
+
+
+def _proxy(search: SearchConfig) -> tuple[SearchConfig | None, str]:
+    """The per-request limits as limits on their goodput percentile (no records)."""
+    pct = f"p{search.goodput * 100:g}"
+    slo = dict(search.percentile_limits())
+    for key, limit in search.per_request().items():
+        if key == "itl_ms":
+            return None, "itl_ms (a request's largest gap) needs the request records"
+        name, value = ("tpot_ms", 1000.0 / limit) if key == "intvty" else (key, limit)
+        full = f"{pct}_{name}"
+        slo[full] = min(slo.get(full, value), value)
+    proxy = SearchConfig.model_validate({"over": search.over, "slo": slo})
+    return proxy, f"{pct} per limit (no request records)"
+
+
+def _judge(
+    result: PointResultBase, search: SearchConfig, path: Path | None
+) -> tuple[Measurement, str]:
+    """The point's verdict and its basis: the request records, else its percentiles."""
+    pid, flat = result.point_id, result.flat()
+    records = read_request_records(path) if path is not None else None
+    if records is not None or not search.per_request():
+        metrics = [request_metrics(r) for r in records or () if not r.warmup]
+        verdict = judge_run(result.status, result.failure_reason, flat, metrics, search, pid)
+        return verdict, "request records" if search.per_request() else "reported percentiles"
+    proxy, basis = _proxy(search)
+    if proxy is None:
+        return Measurement(None, reason=basis, point_id=pid), basis
+    return judge_run(result.status, result.failure_reason, flat, None, proxy, pid), basis
+
+
+def _probe(level: float, judged: Sequence[Measurement]) -> Probe:
+    """One level from its points: it fails if any judged point fails (the stricter)."""
+    scored = [m for m in judged if m.score is not None]
+    if not scored:
+        return Probe(level, "unknown", tuple(judged), None, None, reason=judged[0].reason)
+    worst = max(scored, key=lambda m: m.score or 0.0)
+    state = "pass" if (worst.score or 0.0) <= 1.0 else "fail"
+    lo, hi = min(m.score or 0.0 for m in scored), worst.score or 0.0
+    spread = (lo, hi) if len(scored) > 1 else None
+    return Probe(level, state, (worst,), worst.score, spread, binding=worst.binding)
+
+
+def _outcome(probes: list[Probe], over: str) -> SearchOutcome:
+    """The boundary: the last pass below the first fail, as a search would report it."""
+    judged = [p for p in probes if p.state != "unknown"]
+    first_fail = next((p for p in judged if p.state == "fail"), None)
+    below = [
+        p
+        for p in judged
+        if p.state == "pass" and (first_fail is None or p.level < first_fail.level)
+    ]
+    last_pass = below[-1] if below else None
+    unit = "c" if over == "concurrency" else "r"
+    if not judged:
+        why = probes[0].reason if probes else "no points"
+        return SearchOutcome(
+            "undetermined",
+            None,
+            None,
+            None,
+            tuple(probes),
+            len(probes),
+            f"no point could be judged: {why}",
+        )
+    if first_fail is None:
+        status, reason = "above_max", f"every point passes, up to {unit}{judged[-1].level:g}"
+    elif last_pass is None:
+        status, reason = "below_min", f"fails at the lowest point {unit}{first_fail.level:g}"
+    else:
+        status = "found"
+        reason = f"passes at {unit}{last_pass.level:g}, fails at {unit}{first_fail.level:g}"
+    again = [p for p in judged if first_fail and p.state == "pass" and p.level > first_fail.level]
+    if again:
+        reason += "; passes again above it at " + ", ".join(f"{unit}{p.level:g}" for p in again)
+        reason += " (not monotone: the capacity is the level below the first fail)"
+    capacity = last_pass.level if last_pass else None
+    return SearchOutcome(
+        status, capacity, last_pass, first_fail, tuple(probes), len(probes), reason
+    )
+
+
+def _figures(points: Sequence[tuple[float, PointResultBase]]) -> list[LevelFigures]:
+    out = []
+    for level, result in points:
+        flat = result.flat()
+        tput, lat = flat.get("output_throughput"), flat.get("mean_e2el_ms")
+        if (
+            result.status == "ok"
+            and isinstance(tput, (int, float))
+            and isinstance(lat, (int, float))
+        ):
+            out.append(LevelFigures(level, float(tput), float(lat)))
+    return out
+
+
+def _derive(group: _Group, search: SearchConfig, paths: Mapping[str, Path]) -> DerivedCapacity:
+    by_level: dict[float, list[Measurement]] = {}
+    bases: set[str] = set()
+    for level, result in sorted(group.points, key=lambda p: (p[0], p[1].point_id)):
+        verdict, basis = _judge(result, search, paths.get(result.point_id))
+        by_level.setdefault(level, []).append(verdict)
+        bases.add(basis)
+    probes = [_probe(level, judged) for level, judged in sorted(by_level.items())]
+    outcome = _outcome(probes, group.over)
+    capacity_id = outcome.last_pass.point_id if outcome.last_pass else None
+    at = next((r for _, r in group.points if r.point_id == capacity_id), None)
+    summary = SearchSummary.build(
+        outcome,
+        ids=(group.label, group.server_id),
+        constraint=(group.over, search.describe(), dict(search.slo), search.goodput),
+        at_capacity=at.flat() if at is not None else {},
+        knee=find_knee(sorted(_figures(group.points), key=lambda f: f.level)),
+    )
+    return DerivedCapacity(summary, group.source, ", ".join(sorted(bases)))
+
+
+def derived_capacities(
+    results: Iterable[PointResultBase],
+    constraints: Sequence[SearchConfig],
+    options: CostOptions | None = None,
+    paths: Mapping[str, Path] | None = None,
+) -> list[DerivedCapacity]:
+    """Each server configuration's capacity under each constraint's SLO (its own axis).
+
+    ``paths`` (point id -> result file) lets a point be judged from its request records."""
+    out = []
+    groups = _groups(results, options)
+    for constraint in constraints:
+        for group in groups:
+            search = _on_axis(constraint, group.over)
+            out.append(_derive(group, search, paths or {}))
+    return out

@@ -22,6 +22,7 @@ from inferx_core.executors.jobs import (
     SECRET_ENV_PREFIX,
     JobUnit,
     manifest_data,
+    plan_units,
     restore_secrets,
     run_job,
     secret_environment,
@@ -406,24 +407,18 @@ def test_poll_falls_back_to_sacct_then_to_the_jobs_status_file(
     assert statuses[3].exit_code == 1 and statuses[1].reason == "exit code 0:15"
 
 
-def test_a_deployment_is_refused_not_submitted_as_one_server(tmp_path: Path) -> None:
-    """run-job starts one server per configuration: a deployment would run as a monolithic
-    server under the deployment's name. Refused by plan and run, naming the server."""
+def test_a_deployment_is_refused_by_an_executor_whose_jobs_start_one_server(
+    tmp_path: Path,
+) -> None:
+    """run-job of an executor that does not start a deployment's processes would run it as a
+    monolithic server under the deployment's name: plan_units refuses it, naming the server
+    and what works (the slurm executor takes it: tests/slurm/test_slurm_deployment_units.py)."""
     deployment = {
         "kind": "wide_ep",
         "roles": [{"role": "both", "replicas": 2}, {"role": "router"}],
     }
     config = cfg(deployment=deployment, output_dir=str(tmp_path / "out"))
-    with pytest.raises(UserFacingError, match=r"w2xtp1.*cannot be run by an executor yet"):
-        SlurmExecutor({}).describe([config], tmp_path)
-    path = tmp_path / "dep.yaml"
-    path.write_text(
-        f"engine: vllm\nmodel: m\noutput_dir: {tmp_path / 'out'}\n"
-        "deployment: {kind: wide_ep, roles: [{role: both, replicas: 2}, {role: router}]}\n"
-    )
-    for command in ("plan", "run"):
-        proc = inferx(command, str(path), "--executor", "slurm", cwd=tmp_path)
-        assert proc.returncode == 2, proc.stderr
-        assert "cannot be run by an executor yet" in proc.stderr
-        assert "Traceback" not in proc.stderr
-    assert not (tmp_path / "out").exists()  # nothing written, nothing submitted
+    with pytest.raises(UserFacingError, match=r"w2xtp1.*cannot be run by this executor"):
+        plan_units([config], tmp_path)
+    assert plan_units([config], tmp_path, deployments=True).units[0].config.deployment
+    assert not (tmp_path / "out").exists()  # nothing written

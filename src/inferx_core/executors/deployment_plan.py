@@ -10,7 +10,8 @@ plan is shown before any node is known.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,7 @@ class DeploymentPlan:
             "node_rank": ctx.node_rank,
             "nodes": ctx.nodes,
             "host": ctx.host,
+            **({"node": spec.labels["node"]} if "node" in spec.labels else {}),
             "port": launch.server.port,
             "url": launch.base_url,
             "headless": spec.labels.get("headless") == "true",
@@ -145,6 +147,16 @@ class DeploymentPlan:
         return warnings
 
 
+def _on_nodes(launches: list[RoleLaunch], node_of: Mapping[str, str]) -> list[RoleLaunch]:
+    """Each spec labelled with its process name and the node its step runs on."""
+    out = []
+    for la in launches:
+        labels = {**la.spec.labels, "process": process_name(la)}
+        labels["node"] = node_of.get(la.context.host, la.context.host)
+        out.append(replace(la, spec=la.spec.model_copy(update={"labels": labels})))
+    return out
+
+
 def plan_deployment(
     cfg: RunConfig,
     pm: InferxPluginManager,
@@ -152,18 +164,29 @@ def plan_deployment(
     *,
     hosts: list[str] | None = None,
     output_dir: Path | None = None,
+    launcher: Launcher | None = None,
+    node_of: Mapping[str, str] | None = None,
 ) -> DeploymentPlan:
-    """Every process of ``cfg.deployment`` on ``hosts`` (default: all on this machine)."""
+    """Every process of ``cfg.deployment`` on ``hosts`` (default: all on this machine).
+
+    ``launcher`` starts each process (default: the config's ``launcher``); ``node_of``
+    maps a host to the SLURM node whose step runs there (label ``node``; the SLURM
+    executor's, :mod:`inferx_core.executors.slurm_steps`).
+    """
     if cfg.deployment is None:
         raise ValueError("plan_deployment needs a configuration with a deployment")
-    known = launchers(pm)
-    entry = known.get(cfg.launcher)
-    if entry is None:
-        raise UserFacingError(
-            f"unknown launcher {cfg.launcher!r} in the config's `launcher` field; "
-            f"known: {', '.join(sorted(known))}"
-        )
+    if launcher is None:
+        known = launchers(pm)
+        entry = known.get(cfg.launcher)
+        if entry is None:
+            raise UserFacingError(
+                f"unknown launcher {cfg.launcher!r} in the config's `launcher` field; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        launcher = entry[1].factory()
     hosts = hosts or one_machine(cfg.deployment)
     launches = role_launches(pm, cfg.server(), cfg.deployment, platform, hosts)
+    if node_of is not None:
+        launches = _on_nodes(launches, node_of)
     run_dir = Path(output_dir or cfg.output_dir) / "servers" / server_id(cfg)
-    return DeploymentPlan(cfg, cfg.deployment, launches, entry[1].factory(), run_dir, platform)
+    return DeploymentPlan(cfg, cfg.deployment, launches, launcher, run_dir, platform)

@@ -29,7 +29,12 @@ from inferx_core.sdk.launcher import Launcher, ServerHandle
 from inferx_core.sdk.manager import InferxPluginManager
 from inferx_core.sdk.platform import Platform
 
-__all__ = ["DeploymentHandle", "DeploymentLauncher", "deployment_launch_plan"]
+__all__ = [
+    "DeploymentHandle",
+    "DeploymentLauncher",
+    "deployment_launch_plan",
+    "slurm_deployment_launch_plan",
+]
 
 
 class DeploymentHandle:
@@ -56,8 +61,9 @@ class DeploymentHandle:
                 f"== {process_name(la)}\n{h.log_tail(lines)}" for la, h in self.processes
             )
         la, handle = gone
+        where = la.spec.labels.get("node") or la.context.host
         return (
-            f"role {la.context.role} ({process_name(la)} on {la.context.host}) exited with "
+            f"role {la.context.role} ({process_name(la)} on {where}) exited with "
             f"code {handle.returncode()}:\n{handle.log_tail(lines)}"
         )
 
@@ -159,6 +165,46 @@ def deployment_launch_plan(
         assert port is not None
         return plan_launch(cfg, pm, platform, port=port, output_dir=output_dir)
     plan = plan_deployment(cfg, pm, platform, hosts=hosts, output_dir=output_dir)
+    return _as_one_server(plan, pm, platform)
+
+
+def slurm_deployment_launch_plan(
+    cfg: RunConfig,
+    pm: InferxPluginManager,
+    platform: Platform,
+    *,
+    port: int | None = None,
+    output_dir: Path,
+    nodes: list[str] | None = None,
+) -> LaunchPlan:
+    """The planner of a SLURM job's runner: a deployment's processes are steps of the job on
+    its nodes (``nodes``, default the job's allocation; see
+    :mod:`inferx_core.executors.slurm_steps`); a single server is planned as usual."""
+    if cfg.deployment is None:
+        assert port is not None
+        return plan_launch(cfg, pm, platform, port=port, output_dir=output_dir)
+    from inferx_core.executors.multinode import nodes_needed
+    from inferx_core.executors.slurm_steps import (
+        StepLauncher,
+        allocation_nodes,
+        deployment_hosts,
+    )
+
+    need = nodes_needed(cfg.deployment)
+    hosts, node_of = deployment_hosts(cfg.deployment, nodes or allocation_nodes(), need)
+    plan = plan_deployment(
+        cfg,
+        pm,
+        platform,
+        hosts=hosts,
+        output_dir=output_dir,
+        launcher=StepLauncher(),
+        node_of=node_of,
+    )
+    return _as_one_server(plan, pm, platform)
+
+
+def _as_one_server(plan: DeploymentPlan, pm: InferxPluginManager, platform: Platform) -> LaunchPlan:
     endpoint = next(
         (la for la in plan.launches if la.context.role == "router"),
         next(la for la in plan.launches if la.context.node_rank == 0),
@@ -174,4 +220,4 @@ def deployment_launch_plan(
     server = endpoint.server.model_copy(update={"host": _local(endpoint.context.host)})
     launcher: Launcher = DeploymentLauncher(plan, pm)
     split = plan.gpus()["summarize"]
-    return LaunchPlan(cfg, server, resolved, launcher, plan.run_dir, gpu_split=split)
+    return LaunchPlan(plan.cfg, server, resolved, launcher, plan.run_dir, gpu_split=split)

@@ -65,19 +65,25 @@ class Plan:
 
 
 def refuse_deployment(cfg: RunConfig, sid: str) -> None:
-    """A job's runner starts one server per configuration: a ``deployment:`` given to it
-    would run as one monolithic server, silently. Until jobs start every process of a
-    deployment on its nodes (docs/multinode.md, "What is left"), it is refused."""
+    """An executor whose jobs cannot start a deployment's processes on their nodes refuses
+    it: its job would run it as one monolithic server, silently. The ``slurm`` executor
+    starts every process as a step of the job (:mod:`inferx_core.executors.slurm_steps`)."""
     if cfg.deployment is not None:
         raise UserFacingError(
-            f"{sid}: a deployment ({cfg.deployment.kind}) cannot be run by an executor yet: "
-            "its job would start one server, not every role; run it on this machine "
-            "(inferx run without --executor)"
+            f"{sid}: a deployment ({cfg.deployment.kind}) cannot be run by this executor: "
+            "its job would start one server, not every role; use --executor slurm, or run "
+            "it on this machine (inferx run without --executor)"
         )
 
 
-def plan_units(configs: list[RunConfig], output_dir: Path | None) -> Plan:
-    """Units for every configuration that still has a point to measure (resume semantics)."""
+def plan_units(
+    configs: list[RunConfig], output_dir: Path | None, *, deployments: bool = False
+) -> Plan:
+    """Units for every configuration that still has a point to measure (resume semantics).
+
+    ``deployments``: the executor's jobs start a deployment's every process (the
+    ``slurm`` executor's do); otherwise a configuration with ``deployment:`` is refused.
+    """
     plan = Plan()
     seen: set[str] = set()
     for cfg in configs:
@@ -87,7 +93,8 @@ def plan_units(configs: list[RunConfig], output_dir: Path | None) -> Plan:
                 f"two server configurations share the id {sid!r}; give them distinct `name:`s"
             )
         seen.add(sid)
-        refuse_deployment(cfg, sid)
+        if not deployments:
+            refuse_deployment(cfg, sid)
         out = Path(output_dir or cfg.output_dir).resolve()
         pids = [pid for _, pid in point_ids(cfg)]
         todo = [pid for pid in pids if not is_complete(out, pid)]
@@ -226,6 +233,7 @@ def run_job(
     ``on_summary`` gets the run's summary before the job's status is recorded
     (the CLI prints it; rendering is the report layer's, above this one).
     """
+    from inferx_core.executors.deployment_run import slurm_deployment_launch_plan
     from inferx_core.pipeline.run import run_configs
 
     manifest_path = Path(manifest_path).resolve()
@@ -253,6 +261,8 @@ def run_job(
         summary = run_configs(
             [cfg], output_dir=Path(job["output_dir"]), resume=True, progress=progress,
             lock_unit=job["server"],  # sibling jobs write other servers into the folder
+            # a deployment: every process a step of this job on its node
+            planner=slurm_deployment_launch_plan,
         )  # fmt: skip
         if on_summary is not None:
             on_summary(summary)

@@ -18,9 +18,9 @@ the fix catalogue like a single-server launch, tags every spec with its role
 ``metrics.summarize`` takes: ``num_prefill_gpus``/``num_decode_gpus`` or
 ``num_gpus``).
 
-Starting the processes on the nodes of a SLURM allocation (one ``srun`` step
-per node), waiting for all of them and the router, then benchmarking the
-router, is the runner's next step; the data here is what it will run.
+What runs it: :mod:`inferx_core.executors.deployment_run` (every process,
+readiness, the stop) on this machine, or as ``srun`` steps of a SLURM job on
+its nodes (:mod:`inferx_core.executors.slurm_steps`).
 """
 
 from __future__ import annotations

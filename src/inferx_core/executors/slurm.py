@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -46,6 +47,7 @@ from inferx_core.executors.slurm_script import (
     JobGroup,
     SlurmOptions,
     default_inferx_command,
+    deployment_nodes,
     group_units,
     log_path_for,
     log_pattern,
@@ -66,7 +68,7 @@ from inferx_core.sdk.executor import (
     JobStatus,
     Submission,
 )
-from inferx_core.sdk.redact import redact_text
+from inferx_core.sdk.redact import redact, redact_text
 
 # The script and state readers live in slurm_script.py / slurm_state.py; their
 # public names stay importable from here.
@@ -111,16 +113,32 @@ class SlurmExecutor:
     def _prepare(
         self, configs: list[RunConfig], output_dir: Path | None
     ) -> tuple[Plan, Path, list[JobGroup], dict[str, str], dict[str, Any]]:
-        plan = plan_units(configs, output_dir)
+        plan = plan_units(configs, output_dir, deployments=True)
         plan.units = [unit_config(u, self.options) for u in plan.units]
+        deployments = [u.server for u in plan.units if u.config.deployment is not None]
+        if deployments and self.options.client_nodes:
+            raise ExecutorError(
+                f"client_nodes with a deployment ({', '.join(deployments)}): the job's nodes "
+                "are the deployment's; drop --client-nodes"
+            )
         job_dir = new_job_dir(job_root(plan.units, output_dir, configs), NAME)
         registry: dict[str, str] = {}
         manifest = manifest_data(plan.units, registry)
         return plan, job_dir, group_units(plan.units, self.options), registry, manifest
 
+    def _steps(self, groups: list[JobGroup]) -> dict[int, list[dict[str, Any]]]:
+        """Each deployment unit's processes as the steps its runner starts (by unit index)."""
+        return {
+            unit.index: deployment_steps(unit, self.options)
+            for group in groups
+            for unit in group.units
+            if unit.config.deployment is not None
+        }
+
     def describe(self, configs: list[RunConfig], output_dir: Path | None) -> dict[str, Any]:
         plan, job_dir, groups, registry, manifest = self._prepare(configs, output_dir)
         names = sorted(registry.values())
+        steps = self._steps(groups)
         return {
             "executor": NAME,
             "job_dir": str(job_dir),
@@ -131,12 +149,23 @@ class SlurmExecutor:
                     "group": group.number,
                     "array": group.is_array,
                     "gpus_per_node": group.gpus,
+                    "nodes": group.nodes or 1,
                     "sbatch": self._sbatch_argv(job_dir / f"job-{group.number}.sbatch"),
                     "script": render_script(
-                        group, job_dir, self.options, workdir=Path.cwd(), secret_names=names
+                        group,
+                        job_dir,
+                        self.options,
+                        workdir=Path.cwd(),
+                        secret_names=names,
+                        steps=_step_lines(steps),
                     ),
                     "tasks": [
-                        {"server": u.server, "points": u.points, "todo": u.todo}
+                        {
+                            "server": u.server,
+                            "points": u.points,
+                            "todo": u.todo,
+                            **({"steps": steps[u.index]} if u.index in steps else {}),
+                        }
                         for u in group.units
                     ],
                     "launch": [_launch_view(u) for u in group.units],
@@ -168,12 +197,18 @@ class SlurmExecutor:
         write_json_atomic(job_dir / MANIFEST_NAME, manifest)
         env = {**os.environ, **secret_environment(registry)}
         names = sorted(registry.values())
+        step_lines = _step_lines(self._steps(groups))
         try:
             for group in groups:
                 script = job_dir / f"job-{group.number}.sbatch"
                 script.write_text(
                     render_script(
-                        group, job_dir, self.options, workdir=Path.cwd(), secret_names=names
+                        group,
+                        job_dir,
+                        self.options,
+                        workdir=Path.cwd(),
+                        secret_names=names,
+                        steps=step_lines,
                     ),
                     encoding="utf-8",
                 )
@@ -321,7 +356,58 @@ def _secret_refs(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def deployment_steps(unit: JobUnit, opts: SlurmOptions) -> list[dict[str, Any]]:
+    """The steps a deployment unit's runner starts, on placeholder nodes (``node0`` ...),
+    planned without the nodes' platform (the job plans again on its node); no secret."""
+    from inferx_core.executors.deployment_plan import plan_deployment
+    from inferx_core.executors.multinode import nodes_needed
+    from inferx_core.executors.slurm_steps import StepLauncher, deployment_hosts
+    from inferx_core.sdk.manager import get_plugin_manager
+    from inferx_core.sdk.platform import Platform
+
+    deployment = unit.config.deployment
+    assert deployment is not None
+    hosts, node_of = deployment_hosts(
+        deployment, deployment_nodes(unit, opts), nodes_needed(deployment)
+    )
+    plan = plan_deployment(
+        unit.config,
+        get_plugin_manager(),
+        Platform(),
+        hosts=hosts,
+        output_dir=unit.output_dir,
+        launcher=StepLauncher(),
+        node_of=node_of,
+    )
+    steps = []
+    for proc in plan.view()["processes"]:
+        steps.append(
+            {
+                "name": proc["name"],
+                "role": proc["role"],
+                "node": proc["node"],
+                "url": proc["url"],
+                "argv": redact(proc["argv"]),
+            }
+        )
+    return steps
+
+
+def _step_lines(steps: dict[int, list[dict[str, Any]]]) -> dict[int, list[str]]:
+    return {
+        index: [f"{s['name']} on {s['node']} ({s['url']}): {shlex.join(s['argv'])}" for s in unit]
+        for index, unit in steps.items()
+    }
+
+
 def _launch_view(unit: JobUnit) -> dict[str, Any]:
+    if unit.config.deployment is not None:
+        return {
+            "server": unit.server,
+            "launcher": "srun-step (a step per process of the deployment)",
+            "image": unit.config.image,
+            "output_dir": str(unit.output_dir),
+        }
     return {
         "server": unit.server,
         "launcher": unit.config.launcher,

@@ -53,6 +53,9 @@ class SlurmOptions:
     poll_interval_s: float = 2.0
     #: nodes for load generators besides the server's: the load runs as srun steps there
     client_nodes: int = 0
+    #: nodes of a deployment's job; None: one per engine process (nodes_needed); fewer
+    #: packs the processes onto them in turn (1: all on one node)
+    nodes: int | None = None
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> SlurmOptions:
@@ -68,7 +71,7 @@ class SlurmOptions:
             if isinstance(values.get(key), str):
                 raw = values[key]
                 values[key] = raw.split(",") if key == "container_mounts" else shlex.split(raw)
-        for key in ("gpus_per_node", "max_parallel", "client_nodes"):
+        for key in ("gpus_per_node", "max_parallel", "client_nodes", "nodes"):
             if values.get(key) is not None:
                 values[key] = int(values[key])
         if values.get("poll_interval_s") is not None:
@@ -88,6 +91,8 @@ class SlurmOptions:
         for name in ("gpus_per_node", "client_nodes"):
             if (getattr(self, name) or 0) < 0:
                 raise ExecutorError(f"{name} must be >= 0")
+        if self.nodes is not None and self.nodes < 1:
+            raise ExecutorError("nodes must be >= 1")
 
 
 def default_inferx_command() -> list[str]:
@@ -105,6 +110,8 @@ class JobGroup:
     number: int
     gpus: int
     units: list[JobUnit]
+    #: nodes of each job; a deployment's (one task per node), else None (one node, one task)
+    nodes: int | None = None
 
     @property
     def is_array(self) -> bool:
@@ -121,12 +128,47 @@ def unit_config(unit: JobUnit, opts: SlurmOptions) -> JobUnit:
     return JobUnit(unit.index, unit.server, cfg, unit.output_dir, unit.points, unit.todo)
 
 
+def deployment_nodes(unit: JobUnit, opts: SlurmOptions) -> list[str]:
+    """Placeholder names of a deployment job's nodes (``node0`` ...), in SLURM's order."""
+    from inferx_core.executors.multinode import nodes_needed
+
+    deployment = unit.config.deployment
+    assert deployment is not None
+    count = opts.nodes or nodes_needed(deployment)
+    return [f"node{i}" for i in range(count)]
+
+
+def deployment_gpus_per_node(unit: JobUnit, opts: SlurmOptions) -> int:
+    """GPUs a deployment's job asks on each node: the most its processes use on one node."""
+    if opts.gpus_per_node is not None:
+        return opts.gpus_per_node
+    from inferx_core.executors.multinode import nodes_needed, place
+    from inferx_core.executors.slurm_steps import deployment_hosts
+
+    deployment = unit.config.deployment
+    assert deployment is not None
+    need = nodes_needed(deployment)
+    hosts, _ = deployment_hosts(deployment, deployment_nodes(unit, opts), need)
+    used: dict[str, int] = {}
+    for p in place(deployment, unit.config.server(), hosts):
+        used[p.host] = used.get(p.host, 0) + len(p.gpu_ids)
+    return max(used.values(), default=0)
+
+
 def group_units(units: list[JobUnit], opts: SlurmOptions) -> list[JobGroup]:
-    by_gpus: dict[int, list[JobUnit]] = {}
+    by_shape: dict[tuple[int, int], list[JobUnit]] = {}
     for unit in units:
-        gpus = opts.gpus_per_node if opts.gpus_per_node is not None else unit.config.num_gpus
-        by_gpus.setdefault(gpus, []).append(unit)
-    return [JobGroup(n, gpus, group) for n, (gpus, group) in enumerate(sorted(by_gpus.items()))]
+        if unit.config.deployment is not None:
+            nodes = len(deployment_nodes(unit, opts))
+            gpus = deployment_gpus_per_node(unit, opts)
+        else:
+            nodes = 0  # one node, one task
+            gpus = opts.gpus_per_node if opts.gpus_per_node is not None else unit.config.num_gpus
+        by_shape.setdefault((nodes, gpus), []).append(unit)
+    return [
+        JobGroup(n, gpus, group, nodes or None)
+        for n, ((nodes, gpus), group) in enumerate(sorted(by_shape.items()))
+    ]
 
 
 def log_pattern(job_dir: Path, group: JobGroup, opts: SlurmOptions) -> str:
@@ -139,8 +181,11 @@ def log_path_for(pattern: str, job_id: str) -> Path:
     return Path(pattern.replace("%A", base).replace("%a", task).replace("%j", base))
 
 
-def _node_directives(opts: SlurmOptions) -> list[str]:
-    """One node and task; with client nodes, one task on each of 1 + K nodes."""
+def _node_directives(opts: SlurmOptions, group: JobGroup) -> list[str]:
+    """One node and task; with client nodes, one task on each of 1 + K nodes; a deployment:
+    one task on each of its nodes (its processes are steps there)."""
+    if group.nodes:
+        return [f"--nodes={group.nodes}", "--ntasks-per-node=1"]
     if not opts.client_nodes:
         return ["--nodes=1", "--ntasks=1"]
     return [f"--nodes={1 + opts.client_nodes}", "--ntasks-per-node=1"]
@@ -162,7 +207,7 @@ def _directives(group: JobGroup, job_dir: Path, opts: SlurmOptions, workdir: Pat
         f"--job-name={opts.job_name}",
         f"--output={log_pattern(job_dir, group, opts)}",
         f"--chdir={workdir}",
-        *_node_directives(opts),
+        *_node_directives(opts, group),
     ]
     if opts.partition:
         directives.append(f"--partition={opts.partition}")
@@ -178,6 +223,10 @@ def _directives(group: JobGroup, job_dir: Path, opts: SlurmOptions, workdir: Pat
     return directives + list(opts.sbatch_args)
 
 
+def _one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def render_script(
     group: JobGroup,
     job_dir: Path,
@@ -185,8 +234,13 @@ def render_script(
     *,
     workdir: Path,
     secret_names: Sequence[str] = (),
+    steps: Mapping[int, Sequence[str]] | None = None,
 ) -> str:
-    """The batch script for one group of units (inspectable; holds no secret)."""
+    """The batch script for one group of units (inspectable; holds no secret).
+
+    ``steps``: for a deployment unit (by index), the step lines its runner starts
+    (comments: the runner starts them, once their nodes are known).
+    """
     from inferx_core._version import __version__
 
     manifest = job_dir / MANIFEST_NAME
@@ -207,6 +261,16 @@ def render_script(
         )
     for number, unit in enumerate(group.units):
         lines.append(f"#   task {number}: {unit.server} ({len(unit.todo)} point(s) to run)")
+        unit_steps = (steps or {}).get(unit.index)
+        if unit_steps and unit.config.deployment is not None:
+            lines += [
+                f"#     a {unit.config.deployment.kind} deployment: the runner (on node0) "
+                "starts each process as a step of this job, engines first, the router last;",
+                "#     node0, node1, ... are the job's nodes in SLURM's order (scontrol show "
+                "hostnames $SLURM_JOB_NODELIST):",
+                # one comment line each: an argv item may span lines (python -c SCRIPT)
+                *(f"#       {_one_line(line)}" for line in unit_steps),
+            ]
     lines += ["set -euo pipefail"]
     if opts.container_mounts:
         mounts = ",".join(opts.container_mounts)

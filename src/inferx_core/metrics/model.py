@@ -143,6 +143,43 @@ class LatencyStats(_Section):
     dispatch_lateness_ms: DispatchLateness | None = None
 
 
+class ReasoningStats(_Section):
+    """Reasoning models (metrics/reasoning.py): requests that streamed reasoning, their
+    reasoning tokens and where the counts came from, TTFO and the answer's own TPOT (ms)."""
+
+    requests: int
+    total_reasoning_tokens: int
+    reasoning_token_sources: dict[str, int]
+    no_answer_requests: int
+    ttfo_ms: Distribution
+    tpot_answer_ms: Distribution
+
+    @classmethod
+    def from_flat(cls, flat: Mapping[str, Any]) -> ReasoningStats | None:
+        if flat.get("reasoning_requests") is None:
+            return None
+        return cls(
+            requests=flat["reasoning_requests"],
+            total_reasoning_tokens=flat["total_reasoning_tokens"],
+            reasoning_token_sources=dict(flat["reasoning_token_sources"]),
+            no_answer_requests=flat["reasoning_no_answer_requests"],
+            ttfo_ms=Distribution.from_stats(_distribution_fields(flat, "ttfo_ms")),
+            tpot_answer_ms=Distribution.from_stats(_distribution_fields(flat, "tpot_answer_ms")),
+        )
+
+    def flat(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "reasoning_requests": self.requests,
+            "total_reasoning_tokens": self.total_reasoning_tokens,
+            "reasoning_token_sources": dict(self.reasoning_token_sources),
+            "reasoning_no_answer_requests": self.no_answer_requests,
+        }
+        for name in ("ttfo_ms", "tpot_answer_ms"):
+            for stat, value in getattr(self, name).stats().items():
+                out[f"{stat}_{name}"] = value
+        return out
+
+
 _COUNT_FIELDS = tuple(RequestCounts.model_fields)
 _THROUGHPUT_FIELDS = tuple(ThroughputStats.model_fields)
 
@@ -183,6 +220,8 @@ class PointMetrics(_Section):
     throughput: ThroughputStats
     latency: LatencyStats
     null_reasons: dict[str, str] = Field(default_factory=dict)
+    # Reasoning models only (None: no successful request streamed reasoning).
+    reasoning: ReasoningStats | None = None
 
     @classmethod
     def from_flat(cls, flat: Mapping[str, Any]) -> PointMetrics:
@@ -192,6 +231,7 @@ class PointMetrics(_Section):
             throughput=ThroughputStats(**{k: flat[k] for k in _THROUGHPUT_FIELDS if k in flat}),
             latency=_latency_from_flat(flat),
             null_reasons=dict(flat.get("null_reasons") or {}),
+            reasoning=ReasoningStats.from_flat(flat),
         )
 
     def flat(self) -> dict[str, Any]:
@@ -207,6 +247,8 @@ class PointMetrics(_Section):
         out["error_samples"] = counts["error_samples"]
         out["percentiles"] = list(self.latency.percentiles)
         out["no_successful_requests"] = counts["no_successful_requests"]
+        if self.reasoning is not None:
+            out.update(self.reasoning.flat())
         out["null_reasons"] = dict(self.null_reasons)
         return out
 

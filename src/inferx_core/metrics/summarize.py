@@ -31,6 +31,7 @@ import numpy as np
 
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.transport.usage import is_token_count
+from inferx_core.metrics.reasoning import put_reasoning
 from inferx_core.metrics.requests import (
     OutputTokenSource,
     RequestMetrics,
@@ -441,6 +442,7 @@ def summarize(
     _put_per_gpu(f, num_gpus, num_prefill_gpus, num_decode_gpus, window.duration_s)
     _put_latency(f, window, pcts)
     _put_dispatch_lateness(f, measured)
+    put_reasoning(f.put, window.ok, pcts)  # reasoning models only: TTFO, answer TPOT
     _put_failures(f, window.failed, max_error_samples)
     f.put("percentiles", list(pcts))
     f.put("no_successful_requests", window.no_success)

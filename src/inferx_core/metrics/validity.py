@@ -368,8 +368,11 @@ def assess(
     open_loop_rate: float | None,
     client_load: ClientLoad | None,
     limits: ValidityLimits | None = None,
+    extra_checks: Sequence[ValidityCheck | None] = (),
 ) -> Validity:
-    """Every check over the measured ``records`` and their metrics ``flat``."""
+    """Every check over the measured ``records`` and their metrics ``flat``, plus
+    ``extra_checks`` made elsewhere (e.g. ``metrics.speculative.acceptance_check``;
+    None entries are skipped)."""
     limits = limits or ValidityLimits()
     measured = [r for r in records if not r.warmup]
     ok = [r for r in measured if r.ok]
@@ -389,6 +392,7 @@ def assess(
         checks.append(lag)
     counts = {"ttft": len(ok), "e2el": len(ok), "itl": gaps}
     checks += list(_sample_sizes(flat, flat.get("percentiles") or (), counts))
+    checks += [c for c in extra_checks if c is not None]
     return Validity(
         valid=all(c.passed or c.severity != "invalidates" for c in checks), checks=checks
     )

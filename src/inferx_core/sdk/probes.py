@@ -52,4 +52,15 @@ class EngineMetricsMap(BaseModel):
     # up (llama.cpp: llamacpp:prompt_tokens_total beside ..._cached_total): queries are
     # then hits + misses. Used only when prefix_cache_queries is None.
     prefix_cache_misses: str | None = None
+    # Speculative decoding counters (vLLM: vllm:spec_decode_num_drafts, _num_draft_tokens,
+    # _num_accepted_tokens, and _num_accepted_tokens_per_pos with a ``position`` label); the
+    # result reports acceptance rate, mean acceptance length and per-position acceptance
+    # over the measured window (docs/speculative.md).
+    spec_decode_drafts: str | None = None
+    spec_decode_draft_tokens: str | None = None
+    spec_decode_accepted_tokens: str | None = None
+    spec_decode_accepted_per_position: str | None = None
+    # For engines that publish only a mean acceptance length gauge (SGLang:
+    # sglang:spec_accept_length): its mean over the window's readings.
+    spec_decode_accept_length: str | None = None
     extra: dict[str, str] = Field(default_factory=dict)

@@ -3,7 +3,8 @@
 The engine plugin names its metric families (``inferx_engine_metrics``); this
 sampler reads them with prometheus-client's text parser and reports them
 under InferX's names: ``engine.kv_cache_usage`` (0..1), ``engine.requests_running``,
-``engine.requests_waiting``, ``engine.preemptions_total``. Several label sets
+``engine.requests_waiting``, ``engine.preemptions_total``, and the speculative
+decoding counters (:mod:`inferx_core.telemetry.speculative`). Several label sets
 (data-parallel engines) are summed for counts and maxed for cache usage.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 from inferx_core.sdk.probes import EngineMetricsMap
 from inferx_core.sdk.sampler import SamplerUnavailable
+from inferx_core.telemetry.speculative import spec_decode_families, spec_decode_values
 
 _FIELDS = {
     "kv_cache_usage": "engine.kv_cache_usage",
@@ -97,6 +99,9 @@ def map_metrics(text: str, names: EngineMetricsMap) -> dict[str, float | None]:
     for extra_name, family in names.extra.items():
         found = _found(families, family)
         values[f"engine.{extra_name}"] = sum(found) if found else None
+    spec = spec_decode_families(names)
+    if spec:  # labelled per-position counters: read apart (family_values drops labels)
+        values.update(spec_decode_values(keep_families(text, spec), names))
     return values
 
 

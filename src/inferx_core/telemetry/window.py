@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from inferx_core.telemetry.speculative import spec_decode_window
+
 Row = tuple[int, dict[str, float | None]]
 
 
@@ -86,6 +88,9 @@ def summarize_prefix(
     hit_rate = _hit_rate(out)
     if hit_rate is not None:
         out["prefix_cache_hit_rate"] = hit_rate
+    spec = spec_decode_window(out)
+    if spec is not None:  # speculative decoding: acceptance over the window
+        out["spec_decode"] = spec
     return out
 
 

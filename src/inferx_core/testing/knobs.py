@@ -59,6 +59,16 @@ class ServerKnobs:
     # A known capacity (server-wide, not per request): at most this many generations
     # run at once; the rest wait in arrival order, so their TTFT includes the wait.
     max_concurrent: int | None = None
+    # Reasoning models (chat): the first this-many tokens stream as delta.<reasoning_field>,
+    # the rest as delta.content; usage says completion_tokens_details.reasoning_tokens
+    # (the reasoning tokens actually sent) unless reasoning_usage is False.
+    reasoning_tokens: int = 0
+    reasoning_field: Literal["reasoning_content", "reasoning"] = "reasoning_content"
+    reasoning_usage: bool = True
+    # Speculative decoding as vLLM counts it on /metrics: each content chunk is one
+    # verification step of spec_tokens drafts, of which tokens_per_chunk - 1 were
+    # accepted (so the mean acceptance length is tokens_per_chunk). 0: no counters.
+    spec_tokens: int = 0
 
     def merged(self, overrides: Any) -> ServerKnobs:
         """These knobs with a request's ``x_test`` overrides applied."""

@@ -20,6 +20,7 @@ import zlib
 from typing import Any
 
 from inferx_core.testing.knobs import ServerKnobs
+from inferx_core.testing.spec_metrics import SpecCounters
 from inferx_core.testing.stream import (
     ScriptedStream,
     compact_json,
@@ -137,6 +138,9 @@ class ServerProtocol(asyncio.Protocol):
         if path == "/v1/models":
             self._models()
             return
+        if path == "/metrics":  # speculative-decoding counters (knob spec_tokens)
+            self._simple(200, self.server.spec.text().encode(), "text/plain; version=0.0.4")
+            return
         if method != "POST":
             self._simple(404, _NOT_FOUND)
             return
@@ -245,6 +249,7 @@ class SSETestServer:
         self.knobs = dataclasses.replace(knobs or ServerKnobs(), **kw)
         self.requests = 0
         self.connections = 0
+        self.spec = SpecCounters()  # vLLM's spec_decode counters on /metrics
         self.peak_active = 0  # the most generations that ran at once
         self._active = 0
         self._waiting: collections.deque[ScriptedStream] = collections.deque()

@@ -13,9 +13,12 @@ import time
 from typing import Any, Protocol
 
 from inferx_core.testing.knobs import ServerKnobs
+from inferx_core.testing.spec_metrics import SpecCounters
 
 
 class _IdSource(Protocol):
+    spec: SpecCounters
+
     def next_id(self) -> int: ...
 
 
@@ -114,6 +117,7 @@ class ScriptedStream:
         "prefix",
         "prompt_tokens",
         "proto",
+        "reasoning_sent",
         "recv_ns",
         "rid",
         "sent_tokens",
@@ -145,6 +149,7 @@ class ScriptedStream:
         self.prompt_tokens = count_prompt_tokens(body)
         self.i = 0
         self.sent_tokens = 0
+        self.reasoning_sent = 0
         self.slot = False  # holds one of the server's max_concurrent slots
         self.handle: asyncio.Handle | None = None
         self.fail_at = -1
@@ -194,11 +199,26 @@ class ScriptedStream:
         # A hostile server's usage says what its knobs say, not what it sent.
         ct = b"%d" % completion if k.usage_completion is None else compact_json(k.usage_completion)
         pt = b"%d" % self.prompt_tokens if k.usage_prompt is None else compact_json(k.usage_prompt)
-        return b'"usage":{"prompt_tokens":%b,"completion_tokens":%b,"total_tokens":%d}' % (
+        details = b""
+        if k.reasoning_tokens and k.reasoning_usage and self.chat:
+            details = b',"completion_tokens_details":{"reasoning_tokens":%d}' % self.reasoning_sent
+        return b'"usage":{"prompt_tokens":%b,"completion_tokens":%b,"total_tokens":%d%b}' % (
             pt,
             ct,
             self.prompt_tokens + completion,
+            details,
         )
+
+    def _text(self, ntok: int, text: bytes) -> bytes:
+        """The generated part of a chunk: completions text, chat content or reasoning."""
+        k = self.knobs
+        if not self.chat:
+            return b'"text":"' + text + b'","logprobs":null,'
+        field = b"content"
+        if self.sent_tokens - ntok < k.reasoning_tokens:  # still thinking
+            self.reasoning_sent += ntok
+            field = k.reasoning_field.encode()
+        return b'"delta":{"' + field + b'":"' + text + b'"},"logprobs":null,'
 
     def _send_next(self) -> None:
         self.handle = None
@@ -216,13 +236,12 @@ class ScriptedStream:
         tpc = max(int(k.tokens_per_chunk), 1)
         ntok = min(tpc, self.n_tokens - self.sent_tokens)
         self.sent_tokens += ntok
+        if k.spec_tokens:
+            proto.server.spec.step(k.spec_tokens, ntok)
         text = b"tok " * ntok + (b"x" * k.long_line_bytes if i == 0 else b"")
         last = i == self.n_chunks - 1
         body = self.prefix
-        if self.chat:
-            body += b'"delta":{"content":"' + text + b'"},"logprobs":null,'
-        else:
-            body += b'"text":"' + text + b'","logprobs":null,'
+        body += self._text(ntok, text)
         if last:
             body += b'"finish_reason":"' + self.finish.encode() + b'"}]'
             if k.usage in ("finish", "continuous"):

@@ -48,6 +48,15 @@ class RequestRecord:
     # Output tokens as reported by the server's usage block, else None.
     usage_output_tokens: int | None = None
     usage_prompt_tokens: int | None = None
+    # Reasoning models: content chunks that carried only reasoning (``reasoning_content``
+    # or ``reasoning``; they count for TTFT), the index in ``chunk_ns`` of the first
+    # chunk of the answer (content, text or tool calls; None: no answer streamed), the
+    # server's ``completion_tokens_details.reasoning_tokens``, and the reasoning chunks'
+    # tokens by per-chunk usage where every chunk carried cumulative usage.
+    reasoning_chunks: int = 0
+    first_answer_chunk: int | None = None
+    usage_reasoning_tokens: int | None = None
+    chunk_reasoning_tokens: int | None = None
     end_ns: int = 0  # when the stream finished (or failed)
     # The server's own perf_counter_ns() of each content chunk's write, when it
     # stamps them (``x_sent_ns``; same host, same monotonic clock): receive lag.

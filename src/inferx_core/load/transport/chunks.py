@@ -164,6 +164,31 @@ def is_content(c0: dict[str, Any]) -> bool:
     )
 
 
+def is_reasoning_only(c0: dict[str, Any]) -> bool:
+    """A content choice (``is_content``) that carries only reasoning: no completions
+    ``text``, no ``delta.content`` and no ``delta.tool_calls`` (the model still thinks)."""
+    if c0.get("text"):
+        return False
+    delta = c0.get("delta")
+    return type(delta) is dict and not (delta.get("content") or delta.get("tool_calls"))
+
+
+def struct_is_reasoning_only(c0: Any) -> bool:
+    """``is_reasoning_only`` of a content choice decoded into a struct."""
+    delta = c0.delta
+    return not c0.text and delta is not None and not (delta.content or delta.tool_calls)
+
+
+def reasoning_tokens_of(usage: dict[str, Any]) -> int | None:
+    """``completion_tokens_details.reasoning_tokens`` (OpenAI, vLLM), else a top-level
+    ``reasoning_tokens``; None when absent or not a non-negative integer."""
+    details = usage.get("completion_tokens_details")
+    value = details.get("reasoning_tokens") if type(details) is dict else None
+    if value is None:
+        value = usage.get("reasoning_tokens")
+    return value if type(value) is int and value >= 0 else None
+
+
 def reply_text(c0: dict[str, Any]) -> str:
     """The generated text of a content choice (completions ``text``, chat ``delta.content``)."""
     text = c0.get("text")

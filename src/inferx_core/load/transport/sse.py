@@ -31,9 +31,12 @@ from inferx_core.load.transport.chunks import (
     classify_payload,
     error_message,
     is_content,
+    is_reasoning_only,
     parse_json,
+    reasoning_tokens_of,
     reply_text,
     struct_is_content,
+    struct_is_reasoning_only,
     struct_reply_text,
 )
 from inferx_core.load.transport.sse_parser import (
@@ -101,6 +104,9 @@ def _record_usage(rec: RequestRecord, usage: dict[str, Any], completion_tokens: 
             rec.usage_output_tokens = ct
         if pt is not None:
             rec.usage_prompt_tokens = pt
+        reasoning = reasoning_tokens_of(usage)
+        if reasoning is not None:
+            rec.usage_reasoning_tokens = reasoning
         return None
     return usage_value_problem("completion_tokens", ct) or usage_value_problem("prompt_tokens", pt)
 
@@ -121,7 +127,16 @@ class StreamDecoder:
     counts go to ``record.chunk_tokens``.
     """
 
-    __slots__ = ("_chunk_tokens", "_events", "_last_ct", "done", "failed", "parser", "record")
+    __slots__ = (
+        "_chunk_tokens",
+        "_events",
+        "_last_ct",
+        "_reasoning_ct",
+        "done",
+        "failed",
+        "parser",
+        "record",
+    )
 
     def __init__(
         self, record: RequestRecord, max_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES
@@ -132,6 +147,7 @@ class StreamDecoder:
         self.failed = False
         self._chunk_tokens: list[int] | None = []
         self._last_ct = 0
+        self._reasoning_ct = 0  # reasoning chunks' tokens by per-chunk usage
         self._events = 0
 
     def feed(self, data: bytes, t_ns: int) -> int:
@@ -166,6 +182,8 @@ class StreamDecoder:
         rec = self.record
         if self._chunk_tokens and len(self._chunk_tokens) == len(rec.chunk_ns):
             rec.chunk_tokens = self._chunk_tokens
+            if rec.reasoning_chunks:
+                rec.chunk_reasoning_tokens = self._reasoning_ct
         if rec.error is None and not rec.chunk_ns:
             rec.error = f"stream ended without generated content ({self._events} events)" + (
                 f", finish_reason={rec.finish_reason}" if rec.finish_reason else ""
@@ -227,7 +245,7 @@ class StreamDecoder:
         choices = obj.get("choices")
         if choices and type(choices) is list and type(c0 := choices[0]) is dict:
             if c0.get("text") or is_content(c0):
-                self._on_content(obj.get("x_sent_ns"), ct, t_ns)
+                self._on_content(obj.get("x_sent_ns"), ct, t_ns, is_reasoning_only(c0))
                 if rec.reply_parts is not None:  # only multi-turn sessions ask for the text
                     rec.reply_parts.append(reply_text(c0))
             finish = c0.get("finish_reason")
@@ -264,7 +282,7 @@ class StreamDecoder:
             if choices := obj.choices:
                 c0 = choices[0]
                 if c0.text or struct_is_content(c0.delta):
-                    self._on_content(obj.x_sent_ns, ct, t_ns)
+                    self._on_content(obj.x_sent_ns, ct, t_ns, struct_is_reasoning_only(c0))
                     if rec.reply_parts is not None:
                         rec.reply_parts.append(struct_reply_text(c0))
                 if finish := c0.finish_reason:
@@ -273,9 +291,13 @@ class StreamDecoder:
                 return self._fail("usage", why)
         return CONTINUE
 
-    def _on_content(self, sent: Any, ct: Any, t_ns: int) -> None:
+    def _on_content(self, sent: Any, ct: Any, t_ns: int, reasoning: bool) -> None:
         rec = self.record
         rec.chunk_ns.append(t_ns)
+        if reasoning:  # thinking: counts for TTFT, not for the answer's clock
+            rec.reasoning_chunks += 1
+        elif rec.first_answer_chunk is None:
+            rec.first_answer_chunk = len(rec.chunk_ns) - 1
         if type(sent) is int:  # a server that stamps its writes (x_sent_ns: the scripted server)
             if rec.server_sent_ns is None:
                 rec.server_sent_ns = []
@@ -284,6 +306,8 @@ class StreamDecoder:
         if tokens is not None:
             if type(ct) is int:
                 tokens.append(ct - self._last_ct)
+                if reasoning:
+                    self._reasoning_ct += ct - self._last_ct
                 self._last_ct = ct
             else:
                 self._chunk_tokens = None

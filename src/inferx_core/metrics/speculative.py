@@ -1,0 +1,87 @@
+"""Speculative decoding against its golden acceptance length: the check that marks a broken draft.
+
+The acceptance itself is measured from the engine's counters over the window
+(:mod:`inferx_core.telemetry.speculative`, the ``spec_decode`` entry of the
+point's engine metrics). Here it meets the config: with
+``speculative.golden_acceptance_length`` the check ``spec_acceptance`` says how
+far the measured mean acceptance length is (absolute and relative) and
+invalidates the point when the relative distance exceeds
+``acceptance_tolerance``; a run that asked for speculation and whose engine
+made no drafts in the window is invalid too (it did not speculate). Without a
+golden value, or without acceptance figures, the check only marks, saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from inferx_core.config.speculative import SpeculativeConfig
+from inferx_core.metrics.validity import ValidityCheck
+
+__all__ = ["acceptance_check", "golden_comparison"]
+
+NAME = "spec_acceptance"
+
+
+def golden_comparison(
+    measured: float | None, spec: SpeculativeConfig
+) -> dict[str, float | None] | None:
+    """``{golden, measured, delta, relative_delta}`` (delta = measured - golden), or None
+    without a golden value."""
+    golden = spec.golden_acceptance_length
+    if golden is None:
+        return None
+    delta = None if measured is None else measured - golden
+    return {
+        "golden_acceptance_length": golden,
+        "mean_acceptance_length": measured,
+        "delta": delta,
+        "relative_delta": None if delta is None else delta / golden,
+    }
+
+
+def _mark(value: float | None, why: str, passed: bool = False) -> ValidityCheck:
+    return ValidityCheck(
+        name=NAME, value=value, limit=None, passed=passed, severity="marks", why=why
+    )
+
+
+def acceptance_check(
+    engine_metrics: Mapping[str, Any] | None, spec: SpeculativeConfig | None
+) -> ValidityCheck | None:
+    """The ``spec_acceptance`` check of a point; None when the run asked for no speculation."""
+    if spec is None:
+        return None
+    window = (engine_metrics or {}).get("spec_decode")
+    if not isinstance(window, Mapping):
+        return _mark(
+            None,
+            f"speculative.method {spec.method!r} was asked for, but the engine's /metrics "
+            "gave no speculative-decoding figures (the engine plugin names none, or the "
+            "engine did not enable it): acceptance not measured",
+        )
+    measured = window.get("mean_acceptance_length")
+    if window.get("source") == "counters" and not window.get("drafts"):
+        return ValidityCheck(
+            name=NAME, value=0.0, limit=None, passed=False,
+            why="the engine made no speculative drafts in the measured window: this is not a "
+            "speculative-decoding result (is the draft model loaded?)",
+        )  # fmt: skip
+    rate = window.get("acceptance_rate")
+    seen = f"mean acceptance length {measured:.3f}" if measured is not None else "no length"
+    seen += f", acceptance rate {rate:.1%}" if rate is not None else ""
+    comparison = golden_comparison(measured, spec)
+    if comparison is None or measured is None:
+        return _mark(measured, f"{seen}; no golden_acceptance_length to compare", passed=True)
+    rel = comparison["relative_delta"]
+    assert rel is not None
+    tol = spec.acceptance_tolerance
+    ok = abs(rel) <= tol
+    return ValidityCheck(
+        name=NAME, value=rel, limit=tol, passed=ok,
+        why=f"{seen} against golden {spec.golden_acceptance_length:g}: "
+        f"{comparison['delta']:+.3f} ({rel:+.1%}; tolerance {tol:.0%})"
+        + ("" if ok else ": the draft does not perform as it should (wrong or broken draft "
+                         "model, wrong workload?)"),
+    )  # fmt: skip

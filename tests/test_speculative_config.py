@@ -81,3 +81,19 @@ def test_inferencex_spec_decoding_comes_from_the_config() -> None:
     assert meta.values["spec_decoding"] == "mtp" and meta.origins["spec_decoding"] == "result"
     plain = resolve_metadata(result, {"hw": "h200", "precision": "fp8"})
     assert plain.values["spec_decoding"] == "none" and plain.origins["spec_decoding"] == "default"
+
+
+def test_reasoning_knob_is_sent_the_way_each_api_wants() -> None:
+    from inferx_core.config.models import Workload
+    from inferx_core.config.reasoning import reasoning_body
+
+    w = Workload(api="chat", reasoning={"thinking": False, "effort": "low"})
+    assert reasoning_body(w.reasoning, w.api) == {
+        "chat_template_kwargs": {"enable_thinking": False},
+        "reasoning_effort": "low",
+    }
+    assert reasoning_body(None, "completions") == {}
+    with pytest.raises(ValueError, match=r"workload\.api: chat"):
+        reasoning_body(Workload(reasoning={"thinking": True}).reasoning, "completions")
+    with pytest.raises(ValidationError, match="effort"):
+        Workload(reasoning={"effort": "max"})

@@ -30,6 +30,7 @@ from inferx_core.config.deployment import Deployment, check_gpu_split
 from inferx_core.config.evals import EvalsConfig
 from inferx_core.config.load_profile import LoadProfile
 from inferx_core.config.parallelism import ArgValue, Parallelism
+from inferx_core.config.reasoning import ReasoningConfig
 from inferx_core.config.search import SearchConfig
 from inferx_core.config.secrets import (
     env_secret_values,
@@ -196,6 +197,7 @@ class Workload(StrictModel):
         description="A dataset line (or one record's prompt) over this many bytes is refused, "
         "naming it, before it is parsed or tokenized (default 16 MiB)",
     )
+    reasoning: ReasoningConfig | None = Field(default=None, description="docs/speculative.md")
     ignore_eos: bool = True
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
     shared_prefix: int = Field(

@@ -24,7 +24,7 @@ import statistics
 
 import numpy as np
 
-from inferx_core import BenchConfig, run_bench
+from inferx_core.api import BenchConfig, run_bench
 from inferx_core.config.cpus import split_cpus
 from inferx_core.config.models import LoadProfile, Workload
 from inferx_core.load.schedule.client_load import pinned

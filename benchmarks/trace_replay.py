@@ -20,7 +20,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from inferx_core import BenchConfig, run_bench
+from inferx_core.api import BenchConfig, run_bench
 from inferx_core.config.models import LoadProfile, Workload
 from inferx_core.demo.tiny_tokenizer import build_tokenizer
 from inferx_core.testing import ServerProcess

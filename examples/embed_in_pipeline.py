@@ -10,7 +10,7 @@ Point `base_url` at your own deployment instead.
 
 from __future__ import annotations
 
-from inferx_core import SLO, BenchConfig, LoadProfile, Workload, run_bench
+from inferx_core.api import SLO, BenchConfig, LoadProfile, Workload, run_bench
 from inferx_core.testing import ServerProcess
 
 

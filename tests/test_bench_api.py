@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from inferx_core import BenchConfig, LoadProfile, Workload, arun_bench, run_bench
+from inferx_core.api import BenchConfig, LoadProfile, Workload, arun_bench, run_bench
 from inferx_core.errors import UserFacingError
 from inferx_core.load.schedule import progress as progress_module
 from inferx_core.load.schedule.progress import LoadProgress

@@ -216,15 +216,3 @@ def test_no_command_help_names_a_checkout_path() -> None:
         if found:
             offenders[name] = found
     assert not offenders, f"help names checkout files (use `inferx docs TOPIC`): {offenders}"
-
-
-def test_deprecated_import_path_points_at_inferx_docs() -> None:
-    import warnings
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        import importlib
-
-        importlib.import_module("inferx_core.registry")
-    messages = " ".join(str(w.message) for w in caught)
-    assert "docs/writing-a-plugin.md" not in messages

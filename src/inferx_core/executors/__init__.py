@@ -1,18 +1,33 @@
-"""Executors: where a whole run executes (SLURM built in; plugins add more)."""
+# ruff: noqa: F401 (the imports below are the public names, resolved lazily)
+"""Executors: where a whole run executes (SLURM built in; plugins add more).
+
+This package's namespace is public: the job helpers an executor plugin
+submits with (docs/hooks.md, ``inferx_executors``). ``plan_units`` groups a
+run's configurations into jobs, ``job_root`` / ``new_job_dir`` give the
+submission its folder, ``manifest_data`` (with ``secret_environment``) is
+the manifest that ``inferx run-job MANIFEST --index I`` runs one job of,
+written with ``write_json_atomic`` as ``MANIFEST_NAME``. The executor
+contract types (``Executor``, ``ExecutorInfo``, ``JobRef``, ...) are in
+``inferx_core`` itself; the modules of this package are internal.
+
+Each name is declared once, by the import below, and imported on first use.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-#: names the pre-0.2 module inferx_core.executors held that now live in executors.registry
-_REGISTRY_NAMES = frozenset({"executors", "get_executor"})
+from inferx_core import _lazy
 
-
-def __getattr__(name: str) -> Any:
-    # inferx_core.executors was a module before 0.2: its names still resolve (deprecated).
-    from inferx_core._compat import lazy_reexport
-
-    target = (
-        "inferx_core.executors.registry" if name in _REGISTRY_NAMES else "inferx_core.sdk.executor"
+if TYPE_CHECKING:  # the public names: each imported on first use (_lazy.attach)
+    from inferx_core.executors.jobs import (
+        MANIFEST_NAME,
+        job_root,
+        manifest_data,
+        new_job_dir,
+        plan_units,
+        secret_environment,
     )
-    return lazy_reexport(__name__, target, name)
+    from inferx_core.results.files import write_json_atomic
+
+__all__, __getattr__, __dir__ = _lazy.attach(globals())

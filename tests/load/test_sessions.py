@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import inferx_core.load.schedule.scheduler as scheduler_module
 from inferx_core.load.prompts.sessions import (
     TURN_SEPARATOR,
+    ConversationPlan,
     Session,
     ThinkTime,
     Turn,
@@ -172,10 +173,9 @@ def test_sessions_pickle_and_cycle_with_fresh_ids() -> None:
 
 def test_built_sessions_have_exact_user_messages(hf_tok: Any) -> None:
     counter = LocalTokenizer(hf_tok, "test-bpe")
-    units, built = build_sessions(
-        3, 2, turn_isl=24, turn_osl=5, think=ThinkTime("exponential", mean=1.0), counter=counter,
-        seed=1, api="chat", model="m",
-    )  # fmt: skip
+    think = ThinkTime("exponential", mean=1.0)
+    plan = ConversationPlan(2, 24, 5, think, counter, api="chat", model="m")
+    units, built = build_sessions(plan, 3, seed=1)
     assert [len(u.turns) for u in units] == [2, 2, 2]
     assert all(t.user_tokens == 24 and t.max_tokens == 5 for u in units for t in u.turns)
     lengths = [len(hf_tok.encode(t.user, add_special_tokens=False).ids) for u in units
@@ -183,10 +183,7 @@ def test_built_sessions_have_exact_user_messages(hf_tok: Any) -> None:
     assert lengths == [24] * 6
     assert all(u.turns[0].think_s == 0 and u.turns[1].think_s > 0 for u in units)
     assert built.missed == 0 and len(built) == 6
-    again, _ = build_sessions(
-        3, 2, turn_isl=24, turn_osl=5, think=ThinkTime("exponential", mean=1.0), counter=counter,
-        seed=1, api="chat", model="m",
-    )  # fmt: skip
+    again, _ = build_sessions(plan, 3, seed=1)
     assert again == units  # seeded
 
 

@@ -128,8 +128,10 @@ def measured_result(
     metrics = measured.metrics
     load = LoadSection(**metrics.counts.model_dump(), **measured.offered, slo=dict(measured.slo))
     cls: type[PointResultBase] = {
-        "ok": OkResult, "failed": FailedResult, "interrupted": InterruptedResult
-    }[status]  # fmt: skip
+        "ok": OkResult,
+        "failed": FailedResult,
+        "interrupted": InterruptedResult,
+    }[status]
     if status == "ok" and measured.validity is not None and not measured.validity.valid:
         cls, reason = InvalidResult, f"invalid: {measured.validity.summary()}"
     return cls(

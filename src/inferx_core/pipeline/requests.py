@@ -51,8 +51,10 @@ def prompts_for(point: LoadPoint, load: LoadProfile) -> int:
     if load.num_prompts is not None:
         return load.num_prompts
     if load.stages:  # a pool the stages cycle: the busiest stage's default, as one level
-        return max(prompts_for(_stage_point(s), load.model_copy(update={"stages": None}))
-                   for s in load.stages)  # fmt: skip
+        return max(
+            prompts_for(_stage_point(s), load.model_copy(update={"stages": None}))
+            for s in load.stages
+        )
     if point.concurrency is not None:
         return load.prompts_per_concurrency * point.concurrency
     assert point.request_rate is not None
@@ -158,14 +160,20 @@ def _prepare(
     for i, prompt in enumerate(prompts):
         if workload.api == "chat":
             payload = build_chat_payload(
-                target.model, prompt.prompt, prompt.max_tokens, ignore_eos=workload.ignore_eos,
+                target.model,
+                prompt.prompt,
+                prompt.max_tokens,
+                ignore_eos=workload.ignore_eos,
                 continuous_usage=target.continuous_usage,
-            )  # fmt: skip
+            )
         else:
             payload = build_completions_payload(
-                target.model, prompt.prompt, prompt.max_tokens, ignore_eos=workload.ignore_eos,
+                target.model,
+                prompt.prompt,
+                prompt.max_tokens,
+                ignore_eos=workload.ignore_eos,
                 continuous_usage=target.continuous_usage,
-            )  # fmt: skip
+            )
         record = RequestRecord(
             request_id=first_id + i,
             prompt_tokens=prompt.prompt_tokens,
@@ -277,9 +285,11 @@ def _fit_dataset(
         if "exceed the server's max_model_len" not in n and not n.startswith("dataset has ")
     ]
     if keep and keep[-1] >= records:
-        kept.notes.append(f"dataset has {records} records for {len(keep)} prompts over "
-                          f"{considered} tried: records repeat (repeated prompts can hit the "
-                          "prefix cache)")  # fmt: skip
+        kept.notes.append(
+            f"dataset has {records} records for {len(keep)} prompts over "
+            f"{considered} tried: records repeat (repeated prompts can hit the "
+            "prefix cache)"
+        )
     if skipped:
         kept.notes.append(
             f"dataset: skipped {skipped} of {considered} prompts over the context "
@@ -296,9 +306,11 @@ def _trace_selection(workload: Workload, load: LoadProfile) -> tuple[list[TraceR
     assert workload.trace is not None and workload.trace_format is not None
     every = read_trace(workload.trace, workload.trace_format)
     chosen = select_requests(
-        every, speedup=workload.trace_speedup, window=workload.trace_window,
+        every,
+        speedup=workload.trace_speedup,
+        window=workload.trace_window,
         limit=load.num_prompts,
-    )  # fmt: skip
+    )
     if not chosen:
         start, end = workload.trace_window or (0.0, None)
         raise TraceError(
@@ -315,10 +327,14 @@ def _trace_build(
     chosen, total = _trace_selection(workload, load)
     tok, tok_note = _decoding_counter(counter, workload)
     describe = {
-        "kind": "trace", "trace": str(workload.trace), "trace_format": workload.trace_format,
-        "trace_speedup": workload.trace_speedup, "trace_window": workload.trace_window,
-        "requests_in_file": total, "requests_selected": len(chosen),
-    }  # fmt: skip
+        "kind": "trace",
+        "trace": str(workload.trace),
+        "trace_format": workload.trace_format,
+        "trace_speedup": workload.trace_speedup,
+        "trace_window": workload.trace_window,
+        "requests_in_file": total,
+        "requests_selected": len(chosen),
+    }
     built = build_trace_workload(
         chosen, tok, seed=workload.seed, api=workload.api, describe=describe
     )
@@ -345,11 +361,13 @@ def _trace_build(
     warmup: list[PreparedRequest] = []
     if n_warm:
         # the first requests' lengths, other blocks (seed): the trace's prefixes stay cold
-        warm = build_trace_workload(chosen[:n_warm], tok, seed=workload.seed + 7919,
-                                    api=workload.api)  # fmt: skip
+        warm = build_trace_workload(
+            chosen[:n_warm], tok, seed=workload.seed + 7919, api=workload.api
+        )
         warmup = _prepare(warm, target, workload, warmup=True, first_id=-n_warm)
-    return Requests(built, measured, warmup, len(measured), context=context,
-                    trace_rate=trace_rate(chosen))  # fmt: skip
+    return Requests(
+        built, measured, warmup, len(measured), context=context, trace_rate=trace_rate(chosen)
+    )
 
 
 def _session_trace_build(
@@ -370,16 +388,24 @@ def _session_trace_build(
             "replay; time the sessions' starts, or give load.concurrency or load.request_rate"
         )
     chosen = select_sessions(
-        specs, speedup=workload.trace_speedup, window=workload.trace_window,
-        limit=load.num_prompts, untimed=not point.trace,
-    )  # fmt: skip
+        specs,
+        speedup=workload.trace_speedup,
+        window=workload.trace_window,
+        limit=load.num_prompts,
+        untimed=not point.trace,
+    )
     if not chosen:
         window = workload.trace_window
         raise TraceError(f"{workload.trace}: no session starts in the window {window}")
     sessions, built = build_trace_sessions(
-        chosen, counter.counter, workload.seed, api=workload.api, model=target.model,
-        ignore_eos=workload.ignore_eos, continuous_usage=target.continuous_usage,
-    )  # fmt: skip
+        chosen,
+        counter.counter,
+        workload.seed,
+        api=workload.api,
+        model=target.model,
+        ignore_eos=workload.ignore_eos,
+        continuous_usage=target.continuous_usage,
+    )
     built.notes.append(
         f"inferx session trace {workload.trace}: {len(chosen)} of {len(specs)} sessions, "
         f"speedup x{workload.trace_speedup:g}, window {workload.trace_window or 'all'}"

@@ -145,8 +145,12 @@ class _ServerSession:
         server, spec = self.plan.server, self.plan.resolved.spec
         probes = self.pm.call_first("inferx_engine_readiness", server=server, spec=spec)[1]
         names = ", ".join(p.name for p in probes or DEFAULT_PROBES)
-        log.info(f"waiting up to {server.readiness_timeout_s:.0f} s for the engine to be ready",
-                 server=self.plan.server_id, probes=names, log=str(self.plan.run_dir))  # fmt: skip
+        log.info(
+            f"waiting up to {server.readiness_timeout_s:.0f} s for the engine to be ready",
+            server=self.plan.server_id,
+            probes=names,
+            log=str(self.plan.run_dir),
+        )
         try:
             readiness = wait_until_ready(
                 self.handle,
@@ -190,9 +194,11 @@ class _ServerSession:
         try:
             server = self.plan.server
             check_server_context(
-                self.plan.cfg.workload, self.handle.base_url, server.name_served,
+                self.plan.cfg.workload,
+                self.handle.base_url,
+                server.name_served,
                 server.auth_headers(),
-            )  # fmt: skip
+            )
         except InputError as exc:
             log.error("workload does not fit the model", error=str(exc))
             self.write_failed(str(exc), todo)
@@ -230,9 +236,15 @@ class _ServerSession:
             return
         if cfg.search is not None:  # one capacity search: its probes are this server's points
             run = search_on_server(
-                self, cfg, self.target(), telemetry=telemetry, num_gpus=num_gpus,
-                progress=progress, resume=self.resume, on_skip=self.summary.skipped.append,
-            )  # fmt: skip
+                self,
+                cfg,
+                self.target(),
+                telemetry=telemetry,
+                num_gpus=num_gpus,
+                progress=progress,
+                resume=self.resume,
+                on_skip=self.summary.skipped.append,
+            )
             self.summary.searches.append(run.summary)
             return
         session = self.session_plan(telemetry, num_gpus, progress)

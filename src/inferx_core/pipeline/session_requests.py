@@ -9,10 +9,17 @@ cycles the session pool with fresh ids.
 
 from __future__ import annotations
 
+import dataclasses
+
 from inferx_core.config.models import LoadProfile, Workload
 from inferx_core.config.points import LoadPoint
 from inferx_core.config.sessions import ThinkTimeConfig
-from inferx_core.load.prompts.sessions import ThinkTime, build_sessions, cycle_sessions
+from inferx_core.load.prompts.sessions import (
+    ConversationPlan,
+    ThinkTime,
+    build_sessions,
+    cycle_sessions,
+)
 from inferx_core.load.tokens.counter import CounterResolution
 from inferx_core.pipeline.requests import BenchTarget, Requests, prompts_for, warmup_for
 
@@ -23,8 +30,8 @@ def think_time(value: float | ThinkTimeConfig) -> ThinkTime:
     """The config's think time as the load's distribution."""
     if not isinstance(value, ThinkTimeConfig):
         return ThinkTime("constant", mean=float(value))
-    return ThinkTime(value.kind, mean=value.mean or 0.0, median=value.median or 0.0,
-                     sigma=value.sigma or 0.0)  # fmt: skip
+    mean, median, sigma = value.mean or 0.0, value.median or 0.0, value.sigma or 0.0
+    return ThinkTime(value.kind, mean=mean, median=median, sigma=sigma)
 
 
 def build_session_requests(
@@ -37,23 +44,25 @@ def build_session_requests(
     """Sessions of ``workload.turns`` turns for the point (see the module doc)."""
     n_sessions = prompts_for(point, load)
     n_warmup = warmup_for(point, load)
-    common = {
-        "turn_isl": workload.turn_isl or workload.isl,
-        "turn_osl": workload.turn_osl or workload.osl,
-        "think": think_time(workload.think_time_s),
-        "counter": counter.counter,
-        "api": workload.api,
-        "model": target.model,
-        "ignore_eos": workload.ignore_eos,
-        "continuous_usage": target.continuous_usage,
-    }
-    sessions, built = build_sessions(n_sessions, workload.turns, seed=workload.seed, **common)
+    plan = ConversationPlan(
+        turns=workload.turns,
+        turn_isl=workload.turn_isl or workload.isl,
+        turn_osl=workload.turn_osl or workload.osl,
+        think=think_time(workload.think_time_s),
+        counter=counter.counter,
+        api=workload.api,
+        model=target.model,
+        ignore_eos=workload.ignore_eos,
+        continuous_usage=target.continuous_usage,
+    )
+    sessions, built = build_sessions(plan, n_sessions, seed=workload.seed)
     warmup = []
-    if n_warmup:
+    if n_warmup:  # one-turn sessions, another seed, numbered below 0
+        one_turn = dataclasses.replace(plan, turns=1)
+        warm_seed = workload.seed + 7919
         warmup, _ = build_sessions(
-            n_warmup, 1, seed=workload.seed + 7919, first_request_id=-n_warmup, warmup=True,
-            **common,
-        )  # fmt: skip
+            one_turn, n_warmup, seed=warm_seed, first_request_id=-n_warmup, warmup=True
+        )
     endless = (load.duration_s or load.stages) and load.num_prompts is None
     measured = cycle_sessions(sessions) if endless else sessions
     return Requests(built, measured, warmup, n_sessions * workload.turns)  # type: ignore[arg-type]

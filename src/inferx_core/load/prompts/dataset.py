@@ -137,9 +137,11 @@ def _decoded(p: Path, lineno: int, raw: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise bad_record(
-            p, lineno, f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+            p,
+            lineno,
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
             "save the file as UTF-8 JSONL",
-        ) from None  # fmt: skip
+        ) from None
 
 
 def check_record_size(

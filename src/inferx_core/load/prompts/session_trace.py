@@ -112,8 +112,13 @@ def _turn(obj: Any, k: int) -> TurnSpec:
         raise ValueError(f"turns[{k}]: give timestamp_s or think_time_s, not both")
     if k == 0 and think is not None:
         raise ValueError("turns[0].think_time_s: the first turn follows no reply (use timestamp_s)")
-    return TurnSpec(output, tokens, text, None if stamp is None else float(stamp),
-                    None if think is None else float(think))  # fmt: skip
+    return TurnSpec(
+        output,
+        tokens,
+        text,
+        None if stamp is None else float(stamp),
+        None if think is None else float(think),
+    )
 
 
 def _session(obj: Any, lineno: int) -> SessionSpec:
@@ -193,8 +198,18 @@ def build_trace_sessions(
                 Turn(texts[pos], values[pos], t.output_tokens, t.think_time_s or 0.0, at_s)
             )
             pos += 1
-        sessions.append(Session(n, session_turns, api, model, ignore_eos, continuous_usage,
-                                next_id, at_s=spec.start_s))  # fmt: skip
+        sessions.append(
+            Session(
+                n,
+                session_turns,
+                api,
+                model,
+                ignore_eos,
+                continuous_usage,
+                next_id,
+                at_s=spec.start_s,
+            )
+        )
         next_id += len(session_turns)
     targets = [
         t.input_tokens if t.input_tokens is not None else v
@@ -202,9 +217,16 @@ def build_trace_sessions(
     ]
     notes = [f"session trace: {len(specs)} sessions, {len(turns)} turns"] + ([note] if note else [])
     built = sessions_workload(
-        texts, values, targets, [t.output_tokens for t in turns], counter, api=api, seed=seed,
-        notes=notes, started=started,
-    )  # fmt: skip
+        texts,
+        values,
+        targets,
+        [t.output_tokens for t in turns],
+        counter,
+        api=api,
+        seed=seed,
+        notes=notes,
+        started=started,
+    )
     return sessions, built
 
 

@@ -41,6 +41,7 @@ from inferx_core.load.tokens.tokenizer import TokenCounter, is_tokenizer
 
 __all__ = [
     "TURN_SEPARATOR",
+    "ConversationPlan",
     "Session",
     "ThinkTime",
     "Turn",
@@ -141,15 +142,21 @@ def turn_payload(session: Session, k: int, replies: Sequence[str]) -> bytes:
     turn = session.turns[k]
     if session.api == "chat":
         return build_chat_payload(
-            session.model, conversation_messages(users, replies[:k]), turn.max_tokens,
-            ignore_eos=session.ignore_eos, continuous_usage=session.continuous_usage,
+            session.model,
+            conversation_messages(users, replies[:k]),
+            turn.max_tokens,
+            ignore_eos=session.ignore_eos,
+            continuous_usage=session.continuous_usage,
             extra_body=session.extra_body,
-        )  # fmt: skip
+        )
     return build_completions_payload(
-        session.model, conversation_text(users, replies[:k]), turn.max_tokens,
-        ignore_eos=session.ignore_eos, continuous_usage=session.continuous_usage,
+        session.model,
+        conversation_text(users, replies[:k]),
+        turn.max_tokens,
+        ignore_eos=session.ignore_eos,
+        continuous_usage=session.continuous_usage,
         extra_body=session.extra_body,
-    )  # fmt: skip
+    )
 
 
 def turn_record(session: Session, k: int, reply_tokens: int) -> RequestRecord:
@@ -216,10 +223,11 @@ def sessions_workload(
     """The user messages as a built workload (what the result's workload section shows)."""
     estimated = counter.source == "estimate"
     prompts = [
-        PromptSpec(prompt=t, prompt_tokens=v, target_prompt_tokens=g, max_tokens=o,
-                   estimated=estimated)
+        PromptSpec(
+            prompt=t, prompt_tokens=v, target_prompt_tokens=g, max_tokens=o, estimated=estimated
+        )
         for t, v, g, o in zip(texts, values, targets, out_lens, strict=True)
-    ]  # fmt: skip
+    ]
     misses = [abs(p.miss) for p in prompts if p.miss]
     isl = max(targets, default=1)
     osl = max(out_lens, default=1)
@@ -240,50 +248,72 @@ def sessions_workload(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ConversationPlan:
+    """What every session of a point shares: ``turns`` user messages of exactly
+    ``turn_isl`` tokens (counted by ``counter``), ``turn_osl`` output tokens each,
+    think times drawn from ``think``, and how the turns are sent (``api``, ``model``)."""
+
+    turns: int
+    turn_isl: int
+    turn_osl: int
+    think: ThinkTime
+    counter: TokenCounter
+    api: Literal["completions", "chat"]
+    model: str
+    ignore_eos: bool = True
+    continuous_usage: bool = False
+
+
 def build_sessions(
+    plan: ConversationPlan,
     n_sessions: int,
-    turns: int,
     *,
-    turn_isl: int,
-    turn_osl: int,
-    think: ThinkTime,
-    counter: TokenCounter,
     seed: int,
-    api: Literal["completions", "chat"],
-    model: str,
-    ignore_eos: bool = True,
-    continuous_usage: bool = False,
     first_request_id: int = 0,
     warmup: bool = False,
 ) -> tuple[list[Session], Workload]:
-    """``n_sessions`` sessions of ``turns`` turns: user messages of exactly ``turn_isl``
-    tokens, ``turn_osl`` output tokens, think times drawn from ``think`` (seeded)."""
+    """``n_sessions`` sessions of ``plan`` (think times seeded by ``seed``); their
+    requests are numbered from ``first_request_id``."""
     started = time.perf_counter()
+    turns = plan.turns
     n = n_sessions * turns
-    targets = [turn_isl] * n
-    texts, values, note = exact_length_texts(counter, targets, seed)
-    thinks = think.sample(n, stream_rng(seed, _STREAM_THINK))
+    targets = [plan.turn_isl] * n
+    texts, values, note = exact_length_texts(plan.counter, targets, seed)
+    thinks = plan.think.sample(n, stream_rng(seed, _STREAM_THINK))
     sessions = []
     for s in range(n_sessions):
         first = s * turns
         session_turns = [
-            Turn(
-                texts[first + k], values[first + k], turn_osl, 0.0 if k == 0 else thinks[first + k]
-            )
-            for k in range(turns)
+            Turn(texts[i], values[i], plan.turn_osl, 0.0 if i == first else thinks[i])
+            for i in range(first, first + turns)
         ]
-        sessions.append(
-            Session(s, session_turns, api, model, ignore_eos, continuous_usage,
-                    first_request_id + first, warmup=warmup)
-        )  # fmt: skip
+        session = Session(
+            s,
+            session_turns,
+            plan.api,
+            plan.model,
+            ignore_eos=plan.ignore_eos,
+            continuous_usage=plan.continuous_usage,
+            first_request_id=first_request_id + first,
+            warmup=warmup,
+        )
+        sessions.append(session)
     notes = [
         f"multi-turn: {n_sessions} sessions x {turns} turns; turn k's prompt is the conversation "
-        f"so far (user messages and the model's replies) plus a new {turn_isl}-token message"
+        f"so far (user messages and the model's replies) plus a new {plan.turn_isl}-token message"
     ]
     if note:
         notes.append(note)
     built = sessions_workload(
-        texts, values, targets, [turn_osl] * n, counter, api=api, seed=seed, notes=notes,
+        texts,
+        values,
+        targets,
+        [plan.turn_osl] * n,
+        plan.counter,
+        api=plan.api,
+        seed=seed,
+        notes=notes,
         started=started,
-    )  # fmt: skip
+    )
     return sessions, built

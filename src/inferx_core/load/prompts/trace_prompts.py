@@ -127,9 +127,14 @@ def _texts(
                 "leading ids share those leading tokens"
             )
         return exact_random_texts(
-            counter, targets, seed, chat=chat, unique_prefix=False, max_rounds=max_rounds,
+            counter,
+            targets,
+            seed,
+            chat=chat,
+            unique_prefix=False,
+            max_rounds=max_rounds,
             shared_prefixes=prefixes,
-        )  # fmt: skip
+        )
     if with_blocks:
         require_decoding(counter, "a trace with hash_ids")
     notes.append("counter cannot decode token ids: prompts are word text cut to length")
@@ -151,9 +156,14 @@ def build_trace_workload(
     chat = api == "chat"
     notes: list[str] = []
     texts, values = _texts(
-        counter, requests, seed, chat=chat, block_tokens=block_tokens, max_rounds=max_rounds,
+        counter,
+        requests,
+        seed,
+        chat=chat,
+        block_tokens=block_tokens,
+        max_rounds=max_rounds,
         notes=notes,
-    )  # fmt: skip
+    )
     estimated = counter.source == "estimate"
     prompts = [
         PromptSpec(

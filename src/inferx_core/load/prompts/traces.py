@@ -112,8 +112,13 @@ def _mooncake_line(path: Path, lineno: int, text: str) -> TraceRequest:
         raise TraceError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
     for field in ("timestamp", "input_length", "output_length"):
         if field not in obj:
-            raise _bad(path, lineno, field, "missing (Mooncake lines need timestamp, "
-                       "input_length, output_length and optionally hash_ids)")  # fmt: skip
+            raise _bad(
+                path,
+                lineno,
+                field,
+                "missing (Mooncake lines need timestamp, "
+                "input_length, output_length and optionally hash_ids)",
+            )
     ts = obj["timestamp"]
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts) or ts < 0:
         raise _bad(path, lineno, "timestamp", f"must be milliseconds >= 0, got {ts!r}")

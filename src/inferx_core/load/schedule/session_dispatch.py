@@ -47,8 +47,9 @@ class SessionDispatch:
                     return
             rec = turn_record(session, k, reply_tokens)
             rec.scheduled_ns = due_ns if open_loop else None
-            await self._send(PreparedRequest(session.path, turn_payload(session, k, replies), rec),
-                             out, measured)  # fmt: skip
+            await self._send(
+                PreparedRequest(session.path, turn_payload(session, k, replies), rec), out, measured
+            )
             if not rec.ok:
                 return
             replies.append("".join(rec.reply_parts or ()))

@@ -144,9 +144,15 @@ class StagedDispatch:
         await gather_or_cancel(tasks)
 
     async def _stage_dispatch(
-        self, index: int, stage: Stage, end_ns: int, pending: Any, slots: Slots,
-        tasks: set[asyncio.Task[None]], out: list[Any],
-    ) -> Any:  # fmt: skip
+        self,
+        index: int,
+        stage: Stage,
+        end_ns: int,
+        pending: Any,
+        slots: Slots,
+        tasks: set[asyncio.Task[None]],
+        out: list[Any],
+    ) -> Any:
         """Dispatch until the stage's end; returns the unit drawn but not sent (or None).
 
         A rate stage's arrivals are its own Poisson/gamma or constant process

@@ -262,16 +262,18 @@ class _TokenGuard:
     request, re-armed from the last token (not one per chunk).
     """
 
-    def __init__(self, conn: Connection, record: RequestRecord, first_s: float | None,
-                 idle_s: float | None) -> None:  # fmt: skip
+    def __init__(
+        self, conn: Connection, record: RequestRecord, first_s: float | None, idle_s: float | None
+    ) -> None:
         self.conn, self.record = conn, record
         self.first_ns = int(first_s * 1e9) if first_s else 0
         self.idle_ns = int(idle_s * 1e9) if idle_s else 0
         self.handle: asyncio.TimerHandle | None = None
 
     @classmethod
-    def arm(cls, conn: Connection, record: RequestRecord, first_s: float | None,
-            idle_s: float | None) -> _TokenGuard | None:  # fmt: skip
+    def arm(
+        cls, conn: Connection, record: RequestRecord, first_s: float | None, idle_s: float | None
+    ) -> _TokenGuard | None:
         if not first_s and not idle_s:
             return None
         guard = cls(conn, record, first_s, idle_s)

@@ -107,19 +107,28 @@ class WorkerGroup:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_src_root(), env.get("PYTHONPATH")) if p)
         for share in self.split.shares:
             plan = WorkerPlan(
-                share, self.base_url, self.headers, str(self.run_dir), boot_id(), offset,
+                share,
+                self.base_url,
+                self.headers,
+                str(self.run_dir),
+                boot_id(),
+                offset,
                 self.clock_address,
                 extra={} if self.wrap else {"parent_pid": os.getpid()},
-            )  # fmt: skip
+            )
             argv = worker_command(write_plan(plan))
             if self.wrap is not None:
                 argv = self.wrap(share.index, argv)
             log = (self.run_dir / f"worker-{share.index}.log").open("wb")
             self._logs.append(log)
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=env, start_new_session=True,
-            )  # fmt: skip
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
             self.procs.append(proc)
 
     def _exit_note(self, w: int) -> str | None:

@@ -49,9 +49,15 @@ class SrunPlacement:
 
     def wrap(self, worker: int, argv: list[str]) -> list[str]:
         return [
-            self.srun, "--nodes=1", "--ntasks=1", f"--relative={self.node_of(worker)}",
-            "--overlap", "--kill-on-bad-exit=1", f"--job-name=inferx-load-{worker}", *argv,
-        ]  # fmt: skip
+            self.srun,
+            "--nodes=1",
+            "--ntasks=1",
+            f"--relative={self.node_of(worker)}",
+            "--overlap",
+            "--kill-on-bad-exit=1",
+            f"--job-name=inferx-load-{worker}",
+            *argv,
+        ]
 
     def reachable_url(self, base_url: str) -> str:
         """``base_url`` as the client nodes reach it (loopback: this node's name)."""

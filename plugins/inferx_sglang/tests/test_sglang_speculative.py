@@ -109,3 +109,18 @@ def test_chain_defaults_draft_tokens_to_steps_plus_one() -> None:
 def test_vllm_ngram_settings_are_refused_by_name(extra: dict[str, Any], named: str) -> None:
     with pytest.raises(UserFacingError, match=named):
         speculative_argv(_server({"method": "ngram", "num_speculative_tokens": 3, **extra}))
+
+
+def test_the_launch_argv_and_metrics_carry_it() -> None:
+    from inferx_sglang import launch
+
+    server = ServerConfig(
+        engine="sglang",
+        model="org/Model",
+        port=30000,
+        speculative={"method": "mtp", "num_speculative_tokens": 3},
+    )
+    argv = launch.build_argv(server)
+    assert argv[argv.index("--speculative-algorithm") + 1] == "NEXTN"
+    assert argv[argv.index("--speculative-num-steps") + 1] == "3"
+    assert launch.metrics_map().spec_decode_accept_length == "sglang:spec_accept_length"

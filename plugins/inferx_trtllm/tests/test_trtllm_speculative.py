@@ -72,3 +72,16 @@ def test_values() -> None:
 def test_what_tensorrt_llm_cannot_do_is_refused_by_name(spec: dict[str, Any], named: str) -> None:
     with pytest.raises(UserFacingError, match=named):
         speculative_options(_server(spec))
+
+
+def test_the_llm_api_options_carry_it_and_extra_options_may_not() -> None:
+    from inferx_trtllm import plugin
+
+    server = _server({"method": "mtp", "num_speculative_tokens": 3})
+    assert plugin.llm_api_options(server)[KEY] == speculative_options(server)[KEY]
+    assert KEY not in plugin.llm_api_options(_server(None))
+    clash = server.model_copy(
+        update={"plugin_options": {"trtllm": {"extra_llm_api_options": {KEY: {}}}}}
+    )
+    with pytest.raises(UserFacingError, match="set `speculative`"):
+        plugin.options(clash)

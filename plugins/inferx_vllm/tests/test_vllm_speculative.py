@@ -132,3 +132,27 @@ def test_every_key_is_a_vllm_field_and_ngram_builds(engine_python: Path) -> None
         "prompt_lookup_min": 2,
         "prompt_lookup_max": 4,
     }
+
+
+def test_the_launch_argv_and_metrics_carry_it() -> None:
+    from inferx_core import Platform
+    from inferx_vllm import launch
+
+    argv = launch.build_argv(_server(SPECS["ngram"]), Platform())
+    at = argv.index(FLAG)
+    assert json.loads(argv[at + 1]) == speculative_config(_server(SPECS["ngram"]))
+    assert FLAG not in launch.build_argv(_server(None), Platform())
+    names = launch.metrics_map()
+    assert names.spec_decode_accepted_tokens == "vllm:spec_decode_num_accepted_tokens"
+    assert names.spec_decode_accepted_per_position.endswith("_per_pos")
+
+
+def test_engine_args_may_not_set_it_beside_speculative() -> None:
+    server = ServerConfig(
+        engine="vllm",
+        model="org/Model",
+        speculative=SPECS["mtp"],
+        engine_args={"speculative_config": "{}"},
+    )
+    with pytest.raises(UserFacingError, match="both set"):
+        speculative_argv(server)

@@ -62,6 +62,7 @@ from inferx_core import (
     set_flag,
     tiny_completion_probe,
 )
+from inferx_sglang.speculative import speculative_argv
 
 ENGINE = "sglang"
 #: The SGLang release whose ServerArgs the argv is written for and checked against.
@@ -188,6 +189,7 @@ def build_argv(server: ServerConfig) -> list[str]:
     argv += ["--host", server.host, "--port", str(server.port)]
     argv += _parallelism_argv(server)
     argv += _tuning_argv(server)
+    argv += speculative_argv(server)
     argv.append("--enable-metrics")
     for key, value in server.engine_args.items():
         flag = flag_name(key)
@@ -235,6 +237,7 @@ def metrics_map() -> EngineMetricsMap:
         kv_cache_usage="sglang:token_usage",  # 0..1 fraction of KV slots in use
         requests_running="sglang:num_running_reqs",
         requests_waiting="sglang:num_queue_reqs",
+        spec_decode_accept_length="sglang:spec_accept_length",  # a gauge: mean accepted per step
         extra={
             "gen_throughput": "sglang:gen_throughput",  # tok/s, summed over DP ranks
             "kv_used_tokens": "sglang:num_used_tokens",

@@ -53,6 +53,7 @@ from inferx_core import (
     set_flag,
     tiny_completion_probe,
 )
+from inferx_trtllm.speculative import speculative_options
 
 ENGINE = "trtllm"
 DEFAULT_EXECUTABLE = ("trtllm-serve",)
@@ -98,6 +99,7 @@ RESERVED_API_KEYS = {
     "moe_expert_parallel_size": "parallelism.ep",
     "enable_attention_dp": "parallelism.dp_attention",
     "backend": "engine_args.backend",
+    "speculative_config": "speculative",
 }
 
 
@@ -229,6 +231,7 @@ def llm_api_options(server: ServerConfig, opts: TrtllmOptions | None = None) -> 
     if opts.prometheus_metrics:
         data["return_perf_metrics"] = True
         data["enable_iter_perf_stats"] = True
+    data.update(speculative_options(server))
     return _deep_merge(data, opts.extra_llm_api_options)
 
 

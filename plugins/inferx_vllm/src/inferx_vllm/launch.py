@@ -25,6 +25,7 @@ from inferx_core import (
     port_free_wait,
     tiny_completion_probe,
 )
+from inferx_vllm.speculative import speculative_argv
 
 ENGINE = "vllm"
 DEFAULT_EXECUTABLE = ("vllm", "serve")
@@ -113,6 +114,7 @@ def build_argv(server: ServerConfig, platform: Platform) -> list[str]:
         argv += ["--kv-cache-dtype", server.kv_cache_dtype]
     if server.dtype:
         argv += ["--dtype", server.dtype]
+    argv += speculative_argv(server)
     for key, value in server.engine_args.items():
         argv += engine_flag(key, value)
     argv += server.extra_argv
@@ -159,6 +161,11 @@ def metrics_map() -> EngineMetricsMap:
         preemptions="vllm:num_preemptions",
         prefix_cache_queries="vllm:prefix_cache_queries",
         prefix_cache_hits="vllm:prefix_cache_hits",
+        # Speculative decoding (v1 SpecDecodingProm): read over the measured window.
+        spec_decode_drafts="vllm:spec_decode_num_drafts",
+        spec_decode_draft_tokens="vllm:spec_decode_num_draft_tokens",
+        spec_decode_accepted_tokens="vllm:spec_decode_num_accepted_tokens",
+        spec_decode_accepted_per_position="vllm:spec_decode_num_accepted_tokens_per_pos",
     )
 
 

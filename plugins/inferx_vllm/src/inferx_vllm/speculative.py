@@ -24,6 +24,11 @@ def speculative_config(server: ServerConfig) -> dict[str, Any] | None:
     spec = server.speculative
     if spec is None:
         return None
+    if any(key.removeprefix("--").replace("_", "-") == FLAG[2:] for key in server.engine_args):
+        raise UserFacingError(
+            "engine_args.speculative-config and speculative: both set; keep one (speculative: "
+            "is what InferX reads for point ids, exports and the golden acceptance check)"
+        )
     if spec.eagle_topk not in (None, 1):
         raise UserFacingError(
             f"speculative.eagle_topk {spec.eagle_topk}: vLLM drafts one chain of tokens, not "

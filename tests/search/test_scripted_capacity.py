@@ -90,3 +90,90 @@ def test_an_invalid_probe_is_not_judged(tmp_path: Path) -> None:
     s = run.summary
     assert s.status == "undetermined" and s.capacity is None
     assert "could not judge level 1" in s.reason and s.probes[0].state == "unknown"
+
+
+#: For the rate search: 5 ms to the first token, then 50 ms between chunks: a generation
+#: holds one of the K slots ~0.2 s, so K slots serve at most K / (generation time) req/s
+#: (Little's law); constant arrivals well below that never wait (TTFT ~5 ms), past it
+#: the queue grows request after request (TTFT past 50 ms within a few).
+RATE_SERVER = {"ttft_ms": 5, "itl_ms": 50}
+
+
+def test_a_rate_search_finds_the_known_rate_capacity(tmp_path: Path) -> None:
+    """Open loop: the capacity is below K / (generation time) req/s and near it."""
+    slots = 2
+    search = {"over": "rate", "slo": {"ttft_ms": 50}, "start": 4, "min": 1, "max": 64}
+    with ServerProcess(max_concurrent=slots, **RATE_SERVER) as server:
+        config = BenchConfig(
+            base_url=server.base_url,
+            output_dir=tmp_path,
+            telemetry=False,
+            workload={"isl": 16, "osl": 6},
+            load={"num_prompts": 16, "arrival": "constant"},
+            search={**search, "max_probes": 16},
+        )
+        run = run_search(config, progress=False)
+    s = run.summary
+    assert (s.status, s.over) == ("found", "rate"), s.reason
+    assert s.capacity is not None and s.first_fail is not None
+    # the generation time as the server ran it, at the lowest rate probed (no queue)
+    lowest = min(run.outcomes, key=lambda o: o.result.identity.request_rate or 0.0)
+    known = slots / (lowest.result.flat()["median_e2el_ms"] / 1000.0)
+    assert 0.6 * known <= s.capacity <= known, (s.capacity, known)
+    assert s.capacity < s.first_fail.level <= 1.2 * known, (s.first_fail.level, known)
+    assert s.first_fail.level - s.capacity <= 0.05 * s.capacity + 1e-9  # the tolerance
+    assert "ttft" in (s.binding_slo or "")
+    loaded = load_results([tmp_path])
+    assert {r.identity.mode for r in loaded.results} == {"open"}
+    assert {r.identity.request_rate for r in loaded.results} == {p.level for p in s.probes}
+
+
+def _dates(folder: Path) -> dict[str, str]:
+    """Each probe result's file name and run date."""
+    return {p.name: json.loads(p.read_text())["identity"]["date"] for p in folder.glob("*-c*.json")}
+
+
+def test_resume_after_the_run_is_killed_mid_probe(tmp_path: Path) -> None:
+    """SIGKILL of ``inferx bench --search`` while a probe runs: ``--resume`` reuses the
+    completed probes, runs the killed one again and reaches the answer a whole run has."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from inferx_core.cli.app import main
+
+    with ServerProcess(max_concurrent=4, **SERVER) as server:
+        argv = [
+            *("bench", "--base-url", server.base_url, "--isl", "16", "--osl", "6"),
+            *("--num-prompts", "48", "--no-telemetry", "--no-progress", "--output"),
+            *(str(tmp_path), "--search", "concurrency", "--slo", "ttft_ms=50"),
+        ]
+        cmd = [sys.executable, "-m", "inferx_core.cli", *argv]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            done = sorted(tmp_path.glob("*-c*.json"))
+            deadline = time.monotonic() + 120
+            while len(done) < 2 and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+                done = sorted(tmp_path.glob("*-c*.json"))
+            assert len(done) >= 2 and proc.poll() is None, "the search ended before the kill"
+            time.sleep(0.5)  # into the next probe: 48 prompts take ~1.3 s or more at c4
+            assert proc.poll() is None
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        kept = _dates(tmp_path)
+        assert len(kept) >= 2
+        assert not (tmp_path / "search").exists()  # killed before any answer
+        assert main([*argv, "--resume", "--json"]) == 0
+    # the probes complete before the kill were read back, not run again
+    after = _dates(tmp_path)
+    assert {name: after[name] for name in kept} == kept
+    [summary], _ = load_search_summaries([tmp_path])
+    assert (summary.status, summary.capacity) == ("found", 4), summary.reason
+    assert summary.first_fail is not None and summary.first_fail.level == 5

@@ -221,6 +221,22 @@ def _terminate_as_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _job_config(manifest_path: Path, index: int) -> tuple[dict[str, Any], RunConfig]:
+    """Job ``index`` of the manifest and its config, secrets restored from the environment.
+
+    The secrets' variables are removed once read, so the engine never inherits them.
+    """
+    manifest = read_manifest(manifest_path)
+    jobs = manifest["jobs"]
+    if not 0 <= index < len(jobs):
+        raise UserFacingError(f"{manifest_path} has jobs 0..{len(jobs) - 1}, not {index}")
+    job = jobs[index]
+    data = restore_secrets(job["config"], job["secrets"], os.environ)
+    for name in [k for k in os.environ if k.startswith(SECRET_ENV_PREFIX)]:
+        del os.environ[name]
+    return job, RunConfig.model_validate(data)
+
+
 def run_job(
     manifest_path: Path,
     index: int,
@@ -237,15 +253,7 @@ def run_job(
     from inferx_core.pipeline.run import run_configs
 
     manifest_path = Path(manifest_path).resolve()
-    manifest = read_manifest(manifest_path)
-    jobs = manifest["jobs"]
-    if not 0 <= index < len(jobs):
-        raise UserFacingError(f"{manifest_path} has jobs 0..{len(jobs) - 1}, not {index}")
-    job = jobs[index]
-    data = restore_secrets(job["config"], job["secrets"], os.environ)
-    for name in [k for k in os.environ if k.startswith(SECRET_ENV_PREFIX)]:
-        del os.environ[name]
-    cfg = RunConfig.model_validate(data)
+    job, cfg = _job_config(manifest_path, index)
     job_dir = manifest_path.parent
     record: dict[str, Any] = {
         "index": index,
@@ -259,11 +267,13 @@ def run_job(
     code = 2  # an error (the CLI's code for one), unless the run ends or is interrupted
     try:
         summary = run_configs(
-            [cfg], output_dir=Path(job["output_dir"]), resume=True, progress=progress,
+            [cfg],
+            output_dir=Path(job["output_dir"]),
+            resume=True,
+            progress=progress,
             lock_unit=job["server"],  # sibling jobs write other servers into the folder
-            # a deployment: every process a step of this job on its node
-            planner=slurm_deployment_launch_plan,
-        )  # fmt: skip
+            planner=slurm_deployment_launch_plan,  # a deployment: each process a step
+        )
         if on_summary is not None:
             on_summary(summary)
         if summary.skipped:

@@ -185,20 +185,11 @@ class ServerTokenizer(TokenizerBase):
                 vocab_size=vocab_size,
                 headers=headers,
             )
-            try:
-                ids = tok._tokenize_one(_PROBE_TEXT, False)
-                if not ids:
-                    raise TokenizerError("returned no tokens for a non-empty probe text")
-            except TokenizerError as exc:
-                reasons.append(f"{endpoint.name}: {exc}")
+            reason = tok._try_round_trip()
+            if reason is not None:
+                reasons.append(f"{endpoint.name}: {reason}")
                 tok.close()
                 continue
-            try:
-                tok._detokenize_one(ids)
-                tok._can_decode = True
-            except TokenizerError as exc:
-                tok._can_decode = False
-                tok.decode_unavailable_reason = str(exc)
             if tok._can_decode:
                 if fallback is not None:
                     fallback.close()
@@ -212,6 +203,26 @@ class ServerTokenizer(TokenizerBase):
         raise TokenizerError(
             f"no tokenize endpoint at {server_root(base_url)}: " + "; ".join(reasons)
         )
+
+    def _try_round_trip(self) -> str | None:
+        """Tokenize a probe text and decode it back: why this endpoint cannot count, or None.
+
+        Decoding is optional (it only serves shared prefixes): its failure is kept in
+        ``decode_unavailable_reason``, not returned.
+        """
+        try:
+            ids = self._tokenize_one(_PROBE_TEXT, False)
+            if not ids:
+                raise TokenizerError("returned no tokens for a non-empty probe text")
+        except TokenizerError as exc:
+            return str(exc)
+        try:
+            self._detokenize_one(ids)
+            self._can_decode = True
+        except TokenizerError as exc:
+            self._can_decode = False
+            self.decode_unavailable_reason = str(exc)
+        return None
 
     def close(self) -> None:
         """Release the thread pool and (if owned) the HTTP client."""

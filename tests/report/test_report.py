@@ -238,7 +238,7 @@ def test_cli_compare(tmp_path: Path, cli, capsys: pytest.CaptureFixture[str]) ->
 def test_report_commands_register_without_heavy_imports() -> None:
     code = (
         "import sys, argparse\n"
-        "from inferx_core import cli_report\n"
+        "from inferx_core.cli import report as cli_report\n"
         "cli_report.register_command(argparse.ArgumentParser().add_subparsers())\n"
         "heavy = ('matplotlib', 'numpy', 'pydantic', 'rich', 'inferx_core.analysis',\n"
         "         'inferx_core.report')\n"

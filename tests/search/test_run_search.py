@@ -158,3 +158,64 @@ def test_inferx_run_prints_the_answer_and_fails_without_one(
     printed = capsys.readouterr().out
     assert "Capacity at SLO" in printed and "small-tiny-model-fake-tp1-" in printed
     assert ("budget" in printed) == (code == 1)
+
+
+def _sweep_yaml(path: Path, out: Path, matrix: str) -> Path:
+    """A sweep config: ``search:`` in its base, two models (two server configurations)."""
+    path.write_text(
+        "base:\n"
+        "  engine: fake\n"
+        "  model: org/tiny-model\n"
+        f"  output_dir: {json.dumps(str(out))}\n"
+        "  plugin_options: {ttft_ms: 5, itl_ms: 20, max_concurrent: 3}\n"
+        "  readiness_timeout_s: 30\n"
+        "  stop_grace_s: 5\n"
+        "  workload: {isl: 16, osl: 6}\n"
+        "  load: {num_prompts: 16}\n"
+        f"  search: {json.dumps(SEARCH)}\n"
+        "matrix:\n"
+        "  model: [org/tiny-model, org/other-model]\n" + matrix
+    )
+    return path
+
+
+@pytest.fixture
+def fake_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``inferx run`` (the real CLI) with the fake engine as its only engine plugin."""
+    from inferx_core.sdk import manager
+
+    pm = get_plugin_manager(env={"INFERX_PLUGINS": ""}, extra_plugins=[("fake", fake_engine)])
+    monkeypatch.setattr(manager, "get_plugin_manager", lambda *a, **k: pm)
+
+
+def test_a_sweep_config_with_search_through_the_cli(
+    fake_plugins: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``inferx run sweep.yaml``: one search per server configuration, the buyer's table
+    printed, each answer written beside its probes."""
+    out = tmp_path / "out"
+    config = _sweep_yaml(tmp_path / "sweep.yaml", out, "")
+    assert main(["run", str(config), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "Capacity at SLO" in printed
+    written, skipped = load_search_summaries([out])
+    assert not skipped and len(written) == 2
+    models = sorted(s.server_id.split("-")[0] for s in written)  # type: ignore[union-attr]
+    assert models == ["other", "tiny"]
+    for s in written:
+        assert (s.status, s.capacity) == ("found", 3), s.reason
+        assert s.first_fail is not None and s.first_fail.level == 4
+        assert s.server_id in printed  # type: ignore[operator]
+    results = load_results([out]).results
+    assert {r.identity.server_id for r in results} == {s.server_id for s in written}
+    assert all(r.flat()["search"]["id"] in {s.search_id for s in written} for r in results)
+
+
+def test_a_sweep_config_with_search_and_concurrency_is_refused_by_the_cli(
+    fake_plugins: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    config = _sweep_yaml(tmp_path / "sweep.yaml", out, "  concurrency: [4, 8]\n")
+    assert main(["run", str(config), "--no-progress"]) == 2
+    assert "load.concurrency [4, 8]" in capsys.readouterr().err
+    assert not out.exists()

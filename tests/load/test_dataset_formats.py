@@ -12,7 +12,7 @@ import pytest
 
 from inferx_core.load.prompts.dataset import DatasetError
 from inferx_core.load.prompts.dataset_formats import ColumnMap, load_dataset
-from inferx_core.load.prompts.workload import WorkloadSpec, build_workload
+from inferx_core.load.prompts.prompt_set import WorkloadSpec, build_prompt_set
 from inferx_core.load.tokens.tokenizer import LocalTokenizer
 
 
@@ -43,7 +43,7 @@ def test_sharegpt_prompt_is_the_first_human_turn_output_the_reply(
     ]
     assert loaded.skipped == 1 and "without a human turn" in loaded.reason
     spec = WorkloadSpec(kind="dataset", dataset_path=str(path), osl=99)
-    w = build_workload(spec, local, 2, seed=0)
+    w = build_prompt_set(spec, local, 2, seed=0)
     # vLLM's rule: the reference reply's token count is the output length
     reply = len(hf_tok.encode("Paris is the capital of France.", add_special_tokens=True).ids)
     assert w[0].max_tokens == reply and w[0].max_tokens != 99

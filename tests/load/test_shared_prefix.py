@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inferx_core.load.prompts.workload import WorkloadSpec, build_workload
+from inferx_core.load.prompts.prompt_set import WorkloadSpec, build_prompt_set
 from inferx_core.load.tokens.tokenizer import LocalTokenizer
 
 
@@ -38,7 +38,7 @@ def test_groups_share_their_prefix_and_lengths_stay_exact(
         isl=prefix + extra, osl=4, semantics="fixed", api=api, shared_prefix=prefix,
         prefix_groups=groups,
     )  # fmt: skip
-    w = build_workload(spec, local, 6, seed=3)
+    w = build_prompt_set(spec, local, 6, seed=3)
     assert w.missed == 0  # every prompt exactly isl tokens, as without a prefix
     ids = [_ids(hf_tok, p.prompt) for p in w]
     for i, a in enumerate(ids):
@@ -57,4 +57,4 @@ def test_a_shared_prefix_without_a_tokenizer_is_refused() -> None:
 
     spec = WorkloadSpec(isl=64, osl=4, shared_prefix=32)
     with pytest.raises(ValueError, match="needs the model's tokenizer"):
-        build_workload(spec, EstimateCounter(), 2, seed=0)
+        build_prompt_set(spec, EstimateCounter(), 2, seed=0)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inferx_core.load.prompts.trace_prompts import build_trace_workload, hash_block_ids
+from inferx_core.load.prompts.trace_prompts import build_trace_prompt_set, hash_block_ids
 from inferx_core.load.prompts.traces import TraceRequest
 from inferx_core.load.tokens.counter import EstimateCounter
 from inferx_core.load.tokens.tokenizer import LocalTokenizer
@@ -58,7 +58,7 @@ def test_equal_leading_hash_ids_share_exactly_those_tokens(
         TraceRequest(i, len(h) * BLOCK - cuts[i] + overhead, 3, tuple(h))
         for i, h in enumerate(hash_lists)
     ]
-    w = build_trace_workload(reqs, local, seed=5, api=api, block_tokens=BLOCK)
+    w = build_trace_prompt_set(reqs, local, seed=5, api=api, block_tokens=BLOCK)
     assert w.missed == 0
     assert [p.prompt_tokens for p in w] == [r.input_tokens for r in reqs]
     assert [p.max_tokens for p in w] == [3] * len(reqs)
@@ -87,7 +87,7 @@ def test_default_blocks_are_512_tokens_and_a_long_request_gets_a_unique_tail(
     local: LocalTokenizer, hf_tok: Any
 ) -> None:
     reqs = [TraceRequest(0, 1200, 4, (1, 2)), TraceRequest(1, 1300, 4, (1, 2))]
-    w = build_trace_workload(reqs, local, seed=0)
+    w = build_trace_prompt_set(reqs, local, seed=0)
     assert [p.prompt_tokens for p in w] == [1200, 1300]
     a, b = (_ids(hf_tok, p.prompt) for p in w)
     assert _shared(a, b) >= 1024  # both blocks
@@ -98,15 +98,15 @@ def test_default_blocks_are_512_tokens_and_a_long_request_gets_a_unique_tail(
 def test_hash_ids_without_a_tokenizer_are_refused_plain_lengths_are_not() -> None:
     est = EstimateCounter()
     with pytest.raises(ValueError, match="needs the model's tokenizer"):
-        build_trace_workload([TraceRequest(0, 600, 4, (1, 2))], est, seed=0)
-    w = build_trace_workload([TraceRequest(0, 64, 4), TraceRequest(1, 32, 2)], est, seed=0)
+        build_trace_prompt_set([TraceRequest(0, 600, 4, (1, 2))], est, seed=0)
+    w = build_trace_prompt_set([TraceRequest(0, 64, 4), TraceRequest(1, 32, 2)], est, seed=0)
     assert w.estimated and [p.max_tokens for p in w] == [4, 2]
     assert [p.target_prompt_tokens for p in w] == [64, 32]
 
 
 def test_requests_without_hash_ids_are_exact_random_prompts(local: LocalTokenizer) -> None:
     reqs = [TraceRequest(i, n, 1) for i, n in enumerate((5, 77, 300))]
-    w = build_trace_workload(reqs, local, seed=0, api="chat")
+    w = build_trace_prompt_set(reqs, local, seed=0, api="chat")
     assert w.missed == 0 and [p.prompt_tokens for p in w] == [5, 77, 300]
     assert w.prompts[0].prompt[0]["role"] == "user"  # type: ignore[index]
     assert w.input_lengths == {"semantics": "trace", "low": 5, "high": 300, "mean": 382 / 3}

@@ -15,7 +15,7 @@ from tokenizer_fixtures import FakeTokenizeServer
 import inferx_core.load.tokens.tokenizer as tokmod
 from inferx_core.load.prompts.dataset import DatasetError, load_jsonl_dataset
 from inferx_core.load.prompts.lengths import LengthSpec
-from inferx_core.load.prompts.workload import PromptSpec, WorkloadSpec, build_workload
+from inferx_core.load.prompts.prompt_set import PromptSpec, WorkloadSpec, build_prompt_set
 from inferx_core.load.tokens.counter import EstimateCounter
 from inferx_core.load.tokens.server_tokenizer import ServerTokenizer
 from inferx_core.load.tokens.tokenizer import LocalTokenizer
@@ -64,7 +64,7 @@ def test_random_prompts_hit_exact_length(
     local: LocalTokenizer, hf_tok: Any, seed: int, isl: int, semantics: str, api: str
 ) -> None:
     spec = WorkloadSpec(isl=isl, osl=64, range_ratio=0.5, semantics=semantics, api=api)  # type: ignore[arg-type]
-    w = build_workload(spec, local, 12, seed)
+    w = build_prompt_set(spec, local, 12, seed)
     assert len(w) == 12
     _check_exact(w, hf_tok, chat=api == "chat")
     lo, hi = spec.input_lengths().bounds
@@ -80,18 +80,18 @@ def test_whole_vocab_pool_still_exact(
     vocab_pool_local: LocalTokenizer, hf_tok: Any, seed: int, isl: int
 ) -> None:
     """Ids from the whole vocabulary drift on decode/re-encode; the fix loop converges."""
-    w = build_workload(WorkloadSpec(isl=isl, semantics="fixed"), vocab_pool_local, 20, seed)
+    w = build_prompt_set(WorkloadSpec(isl=isl, semantics="fixed"), vocab_pool_local, 20, seed)
     _check_exact(w, hf_tok)
     assert vocab_pool_local.candidate_pool.startswith("all ")
 
 
 def test_reproducible_and_distinct(local: LocalTokenizer) -> None:
     spec = WorkloadSpec(isl=128, osl=32)
-    a = build_workload(spec, local, 30, 7)
-    b = build_workload(spec, LocalTokenizer(local._tok), 30, 7)
+    a = build_prompt_set(spec, local, 30, 7)
+    b = build_prompt_set(spec, LocalTokenizer(local._tok), 30, 7)
     assert a.prompts == b.prompts
-    assert build_workload(spec, local, 10, 7).prompts == a.prompts[:10]  # prompt i ignores n
-    c = build_workload(spec, local, 30, 8)
+    assert build_prompt_set(spec, local, 10, 7).prompts == a.prompts[:10]  # prompt i ignores n
+    c = build_prompt_set(spec, local, 30, 8)
     assert [p.prompt for p in a] != [p.prompt for p in c]
     # every prompt starts differently: nothing for a prefix cache to share
     starts = {local.encode(p.prompt)[:4].__repr__() for p in a}  # type: ignore[arg-type]
@@ -99,7 +99,7 @@ def test_reproducible_and_distinct(local: LocalTokenizer) -> None:
 
 
 def test_unique_prefix(local: LocalTokenizer, hf_tok: Any) -> None:
-    w = build_workload(WorkloadSpec(isl=64, semantics="fixed", unique_prefix=True), local, 5, 3)
+    w = build_prompt_set(WorkloadSpec(isl=64, semantics="fixed", unique_prefix=True), local, 5, 3)
     _check_exact(w, hf_tok)
     assert all(
         isinstance(p.prompt, str) and p.prompt.startswith(f"[3-{i}]") for i, p in enumerate(w)
@@ -107,7 +107,7 @@ def test_unique_prefix(local: LocalTokenizer, hf_tok: Any) -> None:
 
 
 def test_metadata_records_semantics(local: LocalTokenizer) -> None:
-    w = build_workload(WorkloadSpec(isl=1024, osl=1024), local, 4, 0)
+    w = build_prompt_set(WorkloadSpec(isl=1024, osl=1024), local, 4, 0)
     s = w.summary()
     assert s["input_lengths"]["semantics"] == "inferencex" and w.semantics == "inferencex"
     assert (s["input_lengths"]["low"], s["input_lengths"]["high"]) == (819, 1024)
@@ -123,7 +123,7 @@ def test_lognormal_workload(local: LocalTokenizer, hf_tok: Any) -> None:
             kind="lognormal", length=64, sigma=0.5, min_length=8, max_length=256
         ),
     )
-    w = build_workload(spec, local, 40, 1)
+    w = build_prompt_set(spec, local, 40, 1)
     _check_exact(w, hf_tok)
     assert w.input_lengths["semantics"] == "lognormal"
     assert all(8 <= p.target_prompt_tokens <= 256 for p in w)
@@ -132,13 +132,13 @@ def test_lognormal_workload(local: LocalTokenizer, hf_tok: Any) -> None:
 
 def test_targets_below_special_overhead_are_recorded(local: LocalTokenizer) -> None:
     # with BOS, a 1-token completions prompt is the empty string
-    w = build_workload(WorkloadSpec(isl=1, semantics="fixed"), local, 3, 0)
+    w = build_prompt_set(WorkloadSpec(isl=1, semantics="fixed"), local, 3, 0)
     assert all(p.prompt == "" and p.prompt_tokens == 1 for p in w)
 
 
 def test_build_speed_1000x1024(local: LocalTokenizer) -> None:
     t0 = time.perf_counter()
-    w = build_workload(WorkloadSpec(isl=1024, semantics="fixed"), local, 1000, 0)
+    w = build_prompt_set(WorkloadSpec(isl=1024, semantics="fixed"), local, 1000, 0)
     elapsed = time.perf_counter() - t0
     assert w.missed == 0
     assert elapsed < 30, f"built 1000 x 1024-token prompts in {elapsed:.1f}s"
@@ -152,12 +152,12 @@ def test_server_counter_is_the_truth(hf_tok: Any) -> None:
     srv = FakeTokenizeServer(hf_tok, max_model_len=2048)
     try:
         with ServerTokenizer.probe(srv.url + "/v1", "m") as tok:
-            w = build_workload(WorkloadSpec(isl=96, osl=2000, semantics="fixed"), tok, 25, 5)
+            w = build_prompt_set(WorkloadSpec(isl=96, osl=2000, semantics="fixed"), tok, 25, 5)
             assert w.token_source == "server" and w.missed == 0
             assert tok.count_batch([p.prompt for p in w]) == [96] * 25  # type: ignore[misc]
             assert any("max_model_len=2048" in n for n in w.notes)
             # same seed, same tokenizer (local copy of it): same prompts
-            w_local = build_workload(
+            w_local = build_prompt_set(
                 WorkloadSpec(isl=96, osl=2000, semantics="fixed"), LocalTokenizer(hf_tok), 25, 5
             )
             assert all(p.hit_target for p in w_local)
@@ -169,7 +169,7 @@ def test_count_only_server_cuts_word_text(hf_tok: Any) -> None:
     srv = FakeTokenizeServer(hf_tok, detokenize=False, max_model_len=2048)
     try:
         with ServerTokenizer.probe(srv.url + "/v1", "m") as tok:
-            w = build_workload(WorkloadSpec(isl=80, range_ratio=0.5), tok, 20, 2)
+            w = build_prompt_set(WorkloadSpec(isl=80, range_ratio=0.5), tok, 20, 2)
             assert w.token_source == "server" and not w.estimated
             assert any("cannot decode" in n for n in w.notes)
             counts = tok.count_batch([p.prompt for p in w])  # type: ignore[misc]
@@ -182,7 +182,7 @@ def test_count_only_server_cuts_word_text(hf_tok: Any) -> None:
 @pytest.mark.parametrize("api", ["completions", "chat"])
 def test_estimate_counter_flags_prompts(api: str) -> None:
     est = EstimateCounter()
-    w = build_workload(WorkloadSpec(isl=200, semantics="fixed", api=api), est, 5, 0)  # type: ignore[arg-type]
+    w = build_prompt_set(WorkloadSpec(isl=200, semantics="fixed", api=api), est, 5, 0)  # type: ignore[arg-type]
     assert w.estimated and w.token_source == "estimate"
     assert all(p.estimated for p in w)
     assert any("estimate" in n for n in w.notes)
@@ -261,7 +261,7 @@ def test_dataset_error_line_number_property(tmp_path: Path, good: int, blanks: l
 def test_dataset_workload_completions(tmp_path: Path, local: LocalTokenizer, hf_tok: Any) -> None:
     path = _write(tmp_path, [GOOD, '{"prompt": "mize tovi 中文"}'])
     spec = WorkloadSpec(kind="dataset", dataset_path=str(path), osl=50, semantics="fixed")
-    w = build_workload(spec, local, 3, 0)
+    w = build_prompt_set(spec, local, 3, 0)
     assert [p.prompt for p in w] == ["hello kalo", "mize tovi 中文", "hello kalo"]
     assert [p.max_tokens for p in w] == [5, 50, 5]
     assert all(p.prompt_tokens == len(hf_tok.encode(p.prompt).ids) and p.hit_target for p in w)
@@ -275,7 +275,7 @@ def test_dataset_workload_chat(tmp_path: Path, local: LocalTokenizer, hf_tok: An
         {"role": "user", "content": [{"type": "text", "text": "mize"}]},
     ]
     path = _write(tmp_path, [json.dumps({"messages": msgs, "output_len": 9}), '{"prompt": "tovi"}'])
-    w = build_workload(
+    w = build_prompt_set(
         WorkloadSpec(kind="dataset", dataset_path=str(path), api="chat"), local, 2, 0
     )
     assert w.prompts[0].prompt == msgs and w.prompts[0].max_tokens == 9
@@ -287,7 +287,7 @@ def test_dataset_workload_chat(tmp_path: Path, local: LocalTokenizer, hf_tok: An
 def test_dataset_messages_need_chat_api(tmp_path: Path, local: LocalTokenizer) -> None:
     path = _write(tmp_path, [GOOD, '{"messages": [{"role": "user", "content": "x"}]}'])
     with pytest.raises(DatasetError, match=r":2: .*api='chat'"):
-        build_workload(WorkloadSpec(kind="dataset", dataset_path=str(path)), local, 2, 0)
+        build_prompt_set(WorkloadSpec(kind="dataset", dataset_path=str(path)), local, 2, 0)
 
 
 # --------------------------------------------------------------------------
@@ -314,10 +314,10 @@ def test_invalid_workload_specs(kwargs: dict) -> None:
 
 def test_bad_n_and_seed(local: LocalTokenizer) -> None:
     with pytest.raises(ValueError):
-        build_workload(WorkloadSpec(), local, -1, 0)
+        build_prompt_set(WorkloadSpec(), local, -1, 0)
     with pytest.raises(ValueError):
-        build_workload(WorkloadSpec(), local, 1, -5)
-    assert len(build_workload(WorkloadSpec(), local, 0, 0)) == 0
+        build_prompt_set(WorkloadSpec(), local, 1, -5)
+    assert len(build_prompt_set(WorkloadSpec(), local, 0, 0)) == 0
 
 
 def test_prompt_spec_miss() -> None:

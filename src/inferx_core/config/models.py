@@ -164,7 +164,8 @@ class LognormalMix(StrictModel):
 
 
 class Workload(StrictModel):
-    """What each request asks for."""
+    """What each request asks for, as the user configures it. At run time it is built
+    into a point's prompts, a ``PromptSet`` (``load/prompts/prompt_set.py``)."""
 
     api: ApiKind = "completions"
     kind: Literal["random", "lognormal", "dataset", "trace", "multi-turn"] = "random"

@@ -22,8 +22,9 @@ from inferx_core.load.prompts.context_fit import (
 )
 from inferx_core.load.prompts.lengths import LengthSpec
 from inferx_core.load.prompts.payloads import build_chat_payload, build_completions_payload
+from inferx_core.load.prompts.prompt_set import PromptSet, WorkloadSpec, build_prompt_set
 from inferx_core.load.prompts.session_trace import build_trace_sessions, read_session_trace
-from inferx_core.load.prompts.trace_prompts import build_trace_workload
+from inferx_core.load.prompts.trace_prompts import build_trace_prompt_set
 from inferx_core.load.prompts.traces import (
     TraceError,
     TraceRequest,
@@ -32,8 +33,6 @@ from inferx_core.load.prompts.traces import (
     select_sessions,
     trace_rate,
 )
-from inferx_core.load.prompts.workload import Workload as BuiltWorkload
-from inferx_core.load.prompts.workload import WorkloadSpec, build_workload
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.schedule.scheduler import PreparedRequest
 from inferx_core.load.tokens.counter import CounterResolution
@@ -148,7 +147,7 @@ def discover_model(base_url: str, headers: dict[str, str] | None = None) -> str:
 
 
 def _prepare(
-    prompts: BuiltWorkload,
+    prompts: PromptSet,
     target: BenchTarget,
     workload: Workload,
     *,
@@ -195,7 +194,7 @@ def _cycle(requests: list[PreparedRequest], first_id: int) -> Iterator[PreparedR
 class Requests:
     """The prepared requests of one point and the workload they came from."""
 
-    built: BuiltWorkload
+    built: PromptSet
     measured: Any  # a list, or an endless iterator for duration-bound runs
     warmup: list[PreparedRequest]
     n_measured: int
@@ -222,13 +221,15 @@ def build_requests(
     # shared prefixes are token ids decoded: a local tokenizer when the server cannot decode
     builder, note = _decoding_counter(counter, workload) if workload.shared_prefix else (None, None)
     builder = builder or counter.counter
-    built = build_workload(spec, builder, n_measured, workload.seed)
+    built = build_prompt_set(spec, builder, n_measured, workload.seed)
     built.notes.extend([note] if note else [])
     context = None
     limit = context_limit(workload, target, counter)
     if workload.kind == "dataset" and limit is not None:
         built, context = _fit_dataset(built, spec, counter, n_measured, workload.seed, limit)
-    warm_built = build_workload(spec, builder, n_warmup, workload.seed + 7919) if n_warmup else None
+    warm_built = (
+        build_prompt_set(spec, builder, n_warmup, workload.seed + 7919) if n_warmup else None
+    )
     if warm_built is not None and limit is not None and workload.kind == "dataset":
         warm_built = keep_prompts(warm_built, fitting_indices(warm_built.prompts, limit))
     measured = _prepare(built, target, workload, warmup=False, first_id=0)
@@ -255,13 +256,13 @@ def context_limit(
 
 
 def _fit_dataset(
-    built: BuiltWorkload,
+    built: PromptSet,
     spec: WorkloadSpec,
     counter: CounterResolution,
     n: int,
     seed: int,
     limit: ContextLimit,
-) -> tuple[BuiltWorkload, dict[str, Any]]:
+) -> tuple[PromptSet, dict[str, Any]]:
     """The first ``n`` dataset prompts that fit the context, as vLLM samples past over-long
     records: when some are over, the workload is built again longer and the rest fill in."""
     keep = fitting_indices(built.prompts, limit)
@@ -272,7 +273,7 @@ def _fit_dataset(
     if len(keep) < n:
         # prompt i depends only on (seed, i): the longer build starts with the same prompts
         longer = min(math.ceil(n * n / len(keep) * 1.25) + 8, max(records, n) + n)
-        built = build_workload(spec, counter.counter, longer, seed)
+        built = build_prompt_set(spec, counter.counter, longer, seed)
         keep = fitting_indices(built.prompts, limit)
         considered = keep[n - 1] + 1 if len(keep) >= n else len(built)
         keep = keep[:n]
@@ -335,7 +336,7 @@ def _trace_build(
         "requests_in_file": total,
         "requests_selected": len(chosen),
     }
-    built = build_trace_workload(
+    built = build_trace_prompt_set(
         chosen, tok, seed=workload.seed, api=workload.api, describe=describe
     )
     if tok_note:
@@ -361,7 +362,7 @@ def _trace_build(
     warmup: list[PreparedRequest] = []
     if n_warm:
         # the first requests' lengths, other blocks (seed): the trace's prefixes stay cold
-        warm = build_trace_workload(
+        warm = build_trace_prompt_set(
             chosen[:n_warm], tok, seed=workload.seed + 7919, api=workload.api
         )
         warmup = _prepare(warm, target, workload, warmup=True, first_id=-n_warm)

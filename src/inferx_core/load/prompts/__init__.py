@@ -1,5 +1,5 @@
 """What is sent.
 
-Datasets, prompt text of exact lengths, workloads, traces, sessions and the request
-bodies.
+Datasets, prompt text of exact lengths, prompt sets (a workload built), traces,
+sessions and the request bodies.
 """

@@ -18,11 +18,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from inferx_core.errors import UserFacingError
-from inferx_core.load.prompts.workload import PromptSpec, Workload
+from inferx_core.load.prompts.prompt_set import PromptSet, PromptSpec
 
 __all__ = ["ContextLimit", "OverContextError", "fitting_indices", "keep_prompts"]
 
-W = TypeVar("W", bound=Workload)
+W = TypeVar("W", bound=PromptSet)
 
 
 class OverContextError(UserFacingError, ValueError):

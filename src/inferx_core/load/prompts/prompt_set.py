@@ -1,4 +1,9 @@
-"""Workloads: the prompts a run sends, each with its measured token count.
+"""Prompt sets: the prompts a point sends, each with its measured token count.
+
+A :class:`PromptSet` is what a workload becomes at run time: the built prompts
+and how they were made (the result's ``workload`` section). The workload as the
+user writes it is the config model :class:`inferx_core.config.models.Workload`;
+:class:`WorkloadSpec` is the part of it the builder reads.
 
 Random prompts (``kind='random'`` or ``'lognormal'``; the text itself comes
 from :mod:`inferx_core.load.prompts.prompt_text`) are built from seeded
@@ -70,12 +75,12 @@ UniformSemantics = Literal["inferencex", "vllm", "sglang", "fixed"]
 __all__ = [
     "Api",
     "NeedsDecodingError",
+    "PromptSet",
     "PromptSpec",
     "UniformSemantics",
-    "Workload",
     "WorkloadKind",
     "WorkloadSpec",
-    "build_workload",
+    "build_prompt_set",
     "require_decoding",
 ]
 
@@ -191,8 +196,9 @@ class PromptSpec:
 
 
 @dataclass(slots=True)
-class Workload:
-    """Prompts plus how they were made (for the run result)."""
+class PromptSet:
+    """The built prompts of a point plus how they were made (for the result's
+    ``workload`` section)."""
 
     prompts: list[PromptSpec]
     spec: WorkloadSpec
@@ -350,7 +356,7 @@ def _check_build_args(n: int, seed: int) -> None:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
 
 
-def build_workload(spec: WorkloadSpec, counter: TokenCounter, n: int, seed: int) -> Workload:
+def build_prompt_set(spec: WorkloadSpec, counter: TokenCounter, n: int, seed: int) -> PromptSet:
     """Build ``n`` prompts for ``spec``, measuring every length with ``counter``."""
     _check_build_args(n, seed)
     if spec.shared_prefix and spec.kind != "dataset":
@@ -373,7 +379,7 @@ def build_workload(spec: WorkloadSpec, counter: TokenCounter, n: int, seed: int)
     if (context_note := _context_note(counter, prompts)) is not None:
         notes.append(context_note)
     misses = [abs(p.miss) for p in prompts if p.miss]
-    return Workload(
+    return PromptSet(
         prompts=prompts,
         spec=spec,
         seed=seed,

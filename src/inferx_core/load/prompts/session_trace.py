@@ -29,9 +29,9 @@ from typing import Any, Literal
 
 from inferx_core.config.parsing import ParseError, loads_data_json
 from inferx_core.errors import UserFacingError
+from inferx_core.load.prompts.prompt_set import PromptSet
 from inferx_core.load.prompts.prompt_text import content_values
-from inferx_core.load.prompts.sessions import Session, Turn, exact_length_texts, sessions_workload
-from inferx_core.load.prompts.workload import Workload
+from inferx_core.load.prompts.sessions import Session, Turn, exact_length_texts, sessions_prompt_set
 from inferx_core.load.tokens.tokenizer import TokenCounter
 
 __all__ = [
@@ -183,7 +183,7 @@ def build_trace_sessions(
     ignore_eos: bool = True,
     continuous_usage: bool = False,
     first_request_id: int = 0,
-) -> tuple[list[Session], Workload]:
+) -> tuple[list[Session], PromptSet]:
     """Runnable sessions of a trace: random user messages of exactly ``input_tokens``
     tokens (seeded), given texts counted; times as the specs give them."""
     started = time.perf_counter()
@@ -216,7 +216,7 @@ def build_trace_sessions(
         for t, v in zip(turns, values, strict=True)
     ]
     notes = [f"session trace: {len(specs)} sessions, {len(turns)} turns"] + ([note] if note else [])
-    built = sessions_workload(
+    built = sessions_prompt_set(
         texts,
         values,
         targets,

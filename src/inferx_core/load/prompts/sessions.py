@@ -34,8 +34,8 @@ from inferx_core.load.prompts.payloads import (
     build_chat_payload,
     build_completions_payload,
 )
+from inferx_core.load.prompts.prompt_set import PromptSet, PromptSpec, WorkloadSpec
 from inferx_core.load.prompts.prompt_text import exact_random_texts, fitted_word_texts, stream_rng
-from inferx_core.load.prompts.workload import PromptSpec, Workload, WorkloadSpec
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.tokens.tokenizer import TokenCounter, is_tokenizer
 
@@ -50,7 +50,7 @@ __all__ = [
     "conversation_text",
     "cycle_sessions",
     "exact_length_texts",
-    "sessions_workload",
+    "sessions_prompt_set",
     "turn_payload",
     "turn_record",
 ]
@@ -208,7 +208,7 @@ def exact_length_texts(
     )
 
 
-def sessions_workload(
+def sessions_prompt_set(
     texts: Sequence[str],
     values: Sequence[int],
     targets: Sequence[int],
@@ -219,7 +219,7 @@ def sessions_workload(
     seed: int,
     notes: list[str],
     started: float,
-) -> Workload:
+) -> PromptSet:
     """The user messages as a built workload (what the result's workload section shows)."""
     estimated = counter.source == "estimate"
     prompts = [
@@ -231,7 +231,7 @@ def sessions_workload(
     misses = [abs(p.miss) for p in prompts if p.miss]
     isl = max(targets, default=1)
     osl = max(out_lens, default=1)
-    return Workload(
+    return PromptSet(
         prompts=prompts,
         spec=WorkloadSpec(kind="random", isl=isl, osl=osl, semantics="fixed", api=api),
         seed=seed,
@@ -272,7 +272,7 @@ def build_sessions(
     seed: int,
     first_request_id: int = 0,
     warmup: bool = False,
-) -> tuple[list[Session], Workload]:
+) -> tuple[list[Session], PromptSet]:
     """``n_sessions`` sessions of ``plan`` (think times seeded by ``seed``); their
     requests are numbered from ``first_request_id``."""
     started = time.perf_counter()
@@ -305,7 +305,7 @@ def build_sessions(
     ]
     if note:
         notes.append(note)
-    built = sessions_workload(
+    built = sessions_prompt_set(
         texts,
         values,
         targets,

@@ -26,24 +26,29 @@ from typing import Any
 
 import numpy as np
 
+from inferx_core.load.prompts.prompt_set import (
+    PromptSet,
+    PromptSpec,
+    WorkloadSpec,
+    require_decoding,
+)
 from inferx_core.load.prompts.prompt_text import exact_random_texts, fitted_word_texts, stream_rng
 from inferx_core.load.prompts.traces import BLOCK_TOKENS, TraceRequest
-from inferx_core.load.prompts.workload import PromptSpec, Workload, WorkloadSpec, require_decoding
 from inferx_core.load.tokens.tokenizer import TokenCounter, is_tokenizer
 
-__all__ = ["TraceWorkload", "build_trace_workload", "hash_block_ids"]
+__all__ = ["TracePromptSet", "build_trace_prompt_set", "hash_block_ids"]
 
 _STREAM_HASH_BLOCK = 17  # the seed's stream for hash block contents
 
 
 @dataclass(slots=True)
-class TraceWorkload(Workload):
+class TracePromptSet(PromptSet):
     """A built workload whose prompts come from a trace; ``trace`` describes it."""
 
     trace: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
-        out = Workload.summary(self)
+        out = PromptSet.summary(self)
         out["spec"] = dict(self.trace)
         return out
 
@@ -141,7 +146,7 @@ def _texts(
     return fitted_word_texts(counter, targets, seed, chat=chat, unique_prefix=False)
 
 
-def build_trace_workload(
+def build_trace_prompt_set(
     requests: Sequence[TraceRequest],
     counter: TokenCounter,
     *,
@@ -150,7 +155,7 @@ def build_trace_workload(
     describe: dict[str, Any] | None = None,
     block_tokens: int = BLOCK_TOKENS,
     max_rounds: int = 16,
-) -> TraceWorkload:
+) -> TracePromptSet:
     """Prompts of exactly each request's input length, max_tokens its output length."""
     t0 = time.perf_counter()
     chat = api == "chat"
@@ -176,7 +181,7 @@ def build_trace_workload(
         for t, v, r in zip(texts, values, requests, strict=True)
     ]
     misses = [abs(p.miss) for p in prompts if p.miss]
-    return TraceWorkload(
+    return TracePromptSet(
         prompts=prompts,
         spec=WorkloadSpec(api="chat" if chat else "completions"),
         seed=seed,

@@ -123,3 +123,22 @@ def test_a_sweep_that_never_fails_is_above_its_highest_point(folders: dict[str, 
     [row] = search_rows([], loaded.results, slos=[slo])
     assert (row["status"], row["capacity"]) == ("above_max", 8)
     assert "every point passes, up to c8" in row["reason"]
+
+
+def test_inferx_report_slo_judges_a_sweep_without_any_search(
+    folders: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r"
+    argv = ["report", str(folders["sweep"]), "--output", str(out), "--no-plots"]
+    assert main([*argv, "--slo", "ttft_ms=50", "--json"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--slo", "ttft_ms=50"]) == 0
+    assert "Capacity at SLO" in capsys.readouterr().out  # the table (wrapped to the terminal)
+    page = (out / "report.html").read_text()
+    assert 'data-source="sweep points"' in page
+    assert "judged on request records" in page  # the CLI passes the result files along
+    # a bad limit names the flag and the key, exit 2, no traceback
+    with pytest.raises(SystemExit) as exited:  # argparse's usage error
+        main([*argv, "--slo", "ttft_ms=0"])
+    assert exited.value.code == 2
+    assert "--slo ttft_ms: 0 is too small" in capsys.readouterr().err

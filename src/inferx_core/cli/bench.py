@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from inferx_core.cli.db import add_db_arguments, db_ingester
 from inferx_core.cli.interop import add_export_arguments, point_exporter, print_export_report
 from inferx_core.cli.numbers import Bounds, number, numbers
-from inferx_core.cli.search import add_search_arguments, cmd_search, search_flags
+from inferx_core.cli.search import add_search_arguments, cmd_search, search_flags, slo_pairs
 from inferx_core.cli.validity import add_validity_arguments, failed_points
 from inferx_core.config.bounds import (
     MAX_CONCURRENCY,
@@ -33,20 +33,6 @@ _SLOTS = number(int, Bounds(low=1, high=MAX_CONCURRENCY))
 _RATES = numbers(
     float, Bounds(low=0, low_open=True, allow_inf=True, inf_means="every request at once")
 )
-_SLO_VALUE = number(float, Bounds(low=0, low_open=True, unit="ms"))
-
-
-def _slo(text: str) -> dict[str, float]:
-    out = {}
-    for item in text.split(","):
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise argparse.ArgumentTypeError(f"--slo wants key=value pairs, got {item!r}")
-        try:
-            out[key.strip()] = float(_SLO_VALUE(value))
-        except argparse.ArgumentTypeError as exc:
-            raise argparse.ArgumentTypeError(f"--slo {key.strip()}: {exc}") from None
-    return out
 
 
 def register_command(sub: Any) -> None:
@@ -62,7 +48,7 @@ def register_command(sub: Any) -> None:
     p.add_argument("--name", help="label used in result ids")
     _add_workload_arguments(p)
     _add_load_arguments(p)
-    p.add_argument("--slo", type=_slo, help="e.g. ttft_ms=500,tpot_ms=30")
+    p.add_argument("--slo", type=slo_pairs, help="e.g. ttft_ms=500,tpot_ms=30")
     add_search_arguments(p)
     p.add_argument(
         "--num-gpus",

@@ -8,11 +8,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from inferx_core.cli.numbers import Bounds, number
+from inferx_core.cli.search import slo_pairs
+
 if TYPE_CHECKING:
     from rich.console import Console
 
     from inferx_core.analysis.compare import Comparison
     from inferx_core.analysis.cost import CostOptions
+    from inferx_core.config.search import SearchConfig
 
 COMPARE_HELP = """\
 Compare result set B against A. Points are matched by point id (or, when the
@@ -96,6 +100,18 @@ def register_command(sub: Any) -> None:
         action="store_true",
         help="let points that failed a validity check onto the Pareto frontiers",
     )
+    p.add_argument(
+        "--slo",
+        type=slo_pairs,
+        help="the buyer's table also judges plain sweeps and imported points against these "
+        "limits (e.g. ttft_ms=500,tpot_ms=30; beside the SLOs of any search in the folders)",
+    )
+    p.add_argument(
+        "--goodput",
+        type=number(float, Bounds(low=0, high=1, low_open=True)),
+        default=0.99,
+        help="share of requests that must meet every --slo limit (default 0.99)",
+    )
     _add_cost_arguments(p)
     p.set_defaults(handler=cmd_report)
 
@@ -120,6 +136,28 @@ def register_command(sub: Any) -> None:
     )
     _add_cost_arguments(p)
     p.set_defaults(handler=cmd_compare)
+
+
+def _slos(args: argparse.Namespace) -> list[SearchConfig]:
+    """``--slo``/``--goodput`` as the constraint the buyer's table judges sweeps against."""
+    from pydantic import ValidationError
+
+    from inferx_core.config.search import SearchConfig
+    from inferx_core.errors import UserFacingError
+
+    if not args.slo:
+        return []
+    try:
+        return [
+            SearchConfig.model_validate(
+                # the axis is each sweep's own (a concurrency or a rate sweep): derived per group
+                {"over": "concurrency", "slo": args.slo, "goodput": args.goodput}
+            )
+        ]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UserFacingError(f"--slo {where}: {first['msg']}") from None
 
 
 def cost_options(args: argparse.Namespace) -> CostOptions:
@@ -159,7 +197,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     output = Path(args.output) if args.output else default_output(args.dirs)
     files = write_report(
-        args.dirs, output, cost_options(args), title=args.title, plots=not args.no_plots
+        args.dirs,
+        output,
+        cost_options(args),
+        title=args.title,
+        plots=not args.no_plots,
+        slos=_slos(args),
     )
     if args.json:
         sys.stdout.write(json.dumps(files.rows, indent=2, default=str) + "\n")

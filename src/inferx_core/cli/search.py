@@ -7,10 +7,29 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from inferx_core.cli.numbers import Bounds, number
+
 if TYPE_CHECKING:
     from inferx_core.config.models import BenchConfig
 
-__all__ = ["add_search_arguments", "cmd_search", "search_flags"]
+__all__ = ["add_search_arguments", "cmd_search", "search_flags", "slo_pairs"]
+
+
+_SLO_VALUE = number(float, Bounds(low=0, low_open=True, unit="ms"))
+
+
+def slo_pairs(text: str) -> dict[str, float]:
+    """``--slo ttft_ms=500,tpot_ms=30`` as limits by name (argparse type)."""
+    out = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"--slo wants key=value pairs, got {item!r}")
+        try:
+            out[key.strip()] = float(_SLO_VALUE(value))
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"--slo {key.strip()}: {exc}") from None
+    return out
 
 
 def add_search_arguments(p: argparse.ArgumentParser) -> None:

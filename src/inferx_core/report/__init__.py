@@ -29,6 +29,7 @@ from typing import Any
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.analysis.points import build_rows
 from inferx_core.config.points import slug
+from inferx_core.config.search import SearchConfig
 from inferx_core.report import html as html_page
 from inferx_core.report.accuracy import accuracy_rows, add_accuracy, write_accuracy_csv
 from inferx_core.report.search import search_rows
@@ -210,6 +211,7 @@ def write_report(
     title: str | None = None,
     plots: bool = True,
     timelines: bool = True,
+    slos: Sequence[SearchConfig] = (),
 ) -> ReportFiles:
     """Read the results under ``paths`` and write the report into ``output``.
 
@@ -226,7 +228,7 @@ def write_report(
     accuracy_csv = write_accuracy_csv(accuracy, output / ACCURACY_CSV_NAME) if accuracy else None
     notes, warnings = report_notes(rows, loaded)
     summaries, unread = load_search_summaries(paths)
-    searched = search_rows(summaries, loaded.results, options)
+    searched = search_rows(summaries, loaded.results, options, paths=loaded.paths, slos=slos)
     warnings += [f"{path}: {why}" for path, why in unread]
     figures: list[html_page.Figure] = []
     timeline_figs: list[html_page.Figure] = []

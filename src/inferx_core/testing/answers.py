@@ -10,6 +10,13 @@ answers and the measured accuracy must be exactly that fraction::
     with AnswerServer({"What is 2+2?": "#### 4"}) as server:
         ...  # server.base_url, server.requests
 
+A reasoning model: ``thinking`` is text every reply thinks before its answer,
+in ``message.reasoning_content`` or ``message.reasoning`` (chat, as vLLM and
+SGLang split it) or inline as ``<think>...</think>`` before the answer
+(``reasoning_field="content"``, and always on the completions API, which never
+splits it); ``answer_after_thinking=False`` replies with the thinking only
+(cut by its length limit: an unclosed ``<think>`` inline).
+
 Standard library only; a thread per connection (``ThreadingHTTPServer``).
 """
 
@@ -20,7 +27,7 @@ import re
 import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["AnswerServer", "question_of"]
 
@@ -80,11 +87,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": "not found", "code": 404}})
             return
         question = question_of(_prompt_text(body, chat))
-        text = self.server.reply(question)
+        text: str | None = self.server.reply(question)
         usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
         choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "logprobs": None}
+        thinking, field = self.server.thinking, self.server.reasoning_field
+        split = chat and field != "content"
+        if thinking and not self.server.answer_after_thinking:
+            text, choice["finish_reason"] = (None if split else ""), "length"
+        if thinking and not split:  # inline, closed only when the answer follows
+            text = f"<think>{thinking}" + (f"</think>{text}" if text else "")
         if chat:
             choice["message"] = {"role": "assistant", "content": text}
+            if thinking and split:
+                choice["message"][field] = thinking
         else:
             choice["text"] = text
         kind = "chat.completion" if chat else "text_completion"
@@ -101,6 +116,9 @@ class _Server(ThreadingHTTPServer):
         self.model = model
         self.lock = threading.Lock()
         self.questions: list[str] = []
+        self.thinking = ""
+        self.reasoning_field = "reasoning_content"
+        self.answer_after_thinking = True
 
     def reply(self, question: str) -> str:
         with self.lock:
@@ -117,8 +135,14 @@ class AnswerServer:
         *,
         default: str = "I do not know.",
         model: str = "answer-model",
+        thinking: str = "",
+        reasoning_field: Literal["reasoning_content", "reasoning", "content"] = "reasoning_content",
+        answer_after_thinking: bool = True,
     ) -> None:
         self._server = _Server(answers, default, model)
+        self._server.thinking = thinking
+        self._server.reasoning_field = reasoning_field
+        self._server.answer_after_thinking = answer_after_thinking  # the handler reads these
         self._thread: threading.Thread | None = None
 
     @property

@@ -5,7 +5,12 @@
 arguments; the output holds lm-eval's results, sample counts, few-shot
 counts, metric directions and version, as plain JSON. Only the standard
 library and lm_eval are used, so any interpreter with lm-eval installed can
-run it (InferX's own packages need not be there).
+run it (InferX's own packages need not be there); ``_answers`` beside it is
+imported from this folder.
+
+lm-eval's API model is subclassed so that a reasoning model's answer, not its
+thinking, is scored (``_answers``; the request's ``answer`` says whether and
+with which tags); what that reading saw goes into the output as ``answers``.
 """
 
 from __future__ import annotations
@@ -49,6 +54,28 @@ def _load_task(spec: dict[str, Any]) -> tuple[Any, Any]:
     return spec["name"], TaskManager()
 
 
+def _answer_only_model(name: str, answer: dict[str, Any]) -> tuple[str, Any]:
+    """(the registered name of ``name``'s answer-only subclass, its AnswerCounts)."""
+    from _answers import DEFAULT_THINK_TAGS, AnswerCounts, answer_of, reply_messages
+    from lm_eval.api.registry import get_model, register_model
+
+    tags = tuple(answer.get("think_tags") or DEFAULT_THINK_TAGS)
+    strip = bool(answer.get("strip_thinking", True))
+    counts = AnswerCounts()
+    base = get_model(name)
+
+    class AnswerOnly(base):  # type: ignore[misc, valid-type]
+        def parse_generations(self, outputs: Any, **kwargs: Any) -> list[str | None]:
+            texts = super().parse_generations(outputs, **kwargs)
+            for reply in reply_messages(outputs):
+                counts.see(reply, tags)
+            return [answer_of(t, tags) for t in texts] if strip else texts
+
+    registered = f"inferx-answer-only-{name}"
+    register_model(registered)(AnswerOnly)
+    return registered, counts
+
+
 _SAMPLE_KEYS = ("doc_id", "filter", "target", "filtered_resps", "resps")
 
 
@@ -66,8 +93,9 @@ def main(argv: list[str]) -> int:
     from lm_eval import simple_evaluate
 
     task, manager = _load_task(request["task"])
+    model, counts = _answer_only_model(request["model"], request.get("answer") or {})
     results = simple_evaluate(
-        model=request["model"],
+        model=model,
         model_args=request["model_args"],
         tasks=[task],
         task_manager=manager,
@@ -86,6 +114,7 @@ def main(argv: list[str]) -> int:
         "lm_eval_version": metadata.version("lm_eval"),
         "task_name": task if isinstance(task, str) else task["task"],
         "seconds": round(time.monotonic() - started, 3),
+        "answers": counts.as_dict(),
     }
     for key in ("results", "groups", "n-samples", "n-shot", "higher_is_better", "versions"):
         out[key] = _plain(results.get(key) or {})

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from inferx_core import AccuracyRecord, EvalTarget, EvalTask
 from inferx_lmeval.records import records_from_output
@@ -53,8 +53,24 @@ class LmEvalOptions(BaseModel):
     timeout_s: float = Field(default=6 * 3600, gt=0, description="Whole task")
     log_samples: bool = Field(default=True, description="Write samples.jsonl (replies, targets)")
     bootstrap_iters: int = Field(default=100000, ge=0)
+    strip_thinking: bool = Field(
+        default=True,
+        description="Score a reasoning model's answer only: text up to the last closing think "
+        "tag is cut, a reply that never closes its thinking scores as empty (a reasoning "
+        "field the server splits off is never scored); false: the reply as lm-eval reads it",
+    )
+    think_tags: tuple[str, str] = Field(
+        default=("<think>", "</think>"), description="The opening and closing thinking tags"
+    )
     model_args: dict[str, Any] = Field(default_factory=dict, description="More lm-eval args")
     env: dict[str, str] = Field(default_factory=dict, description="More environment for lm-eval")
+
+    @field_validator("think_tags")
+    @classmethod
+    def _tags_not_empty(cls, tags: tuple[str, str]) -> tuple[str, str]:
+        if not all(tag.strip() for tag in tags):
+            raise ValueError("both think tags must be non-empty, e.g. ['<think>', '</think>']")
+        return tags
 
 
 def find_lmeval_python(explicit: str | None = None) -> Path | None:
@@ -138,6 +154,10 @@ class LmEvalEvaluator:
             "seed": task.seed,
             "apply_chat_template": chat,
             "bootstrap_iters": self.options.bootstrap_iters,
+            "answer": {
+                "strip_thinking": self.options.strip_thinking,
+                "think_tags": list(self.options.think_tags),
+            },
             "samples_path": str(workdir / "samples.jsonl") if self.options.log_samples else None,
         }
 

@@ -36,7 +36,7 @@ _FINISH_GRACE_S = 0.5
 # Parser states of a connection.
 _IDLE = 0  # no request in flight
 _HEAD = 1  # reading the status line and headers
-_CHUNKED = CHUNKED_STATE  # reading a chunked body (load/http_chunks.py)
+_CHUNKED = CHUNKED_STATE  # reading a chunked body (load/transport/http_chunks.py)
 _LENGTH = 3  # reading a Content-Length body
 _EOF = 4  # reading a close-delimited body
 _OVER = 5  # the request is settled; ignore what still arrives

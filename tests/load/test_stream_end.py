@@ -152,3 +152,60 @@ def test_the_scripted_server_holding_the_connection_open(knobs: dict[str, Any]) 
     for rec in records:
         assert rec.ok, rec.error
         assert len(rec.chunk_ns) == 4 and rec.usage_output_tokens == 4
+
+
+def test_the_request_is_released_at_done_not_after_the_grace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A server that keeps the connection open after [DONE] must not hold the load slot:
+    # with a 60 s grace the requests still return at once (each settled at [DONE]), the
+    # connections left open are not reused, and the pool's close ends them.
+    from inferx_core.load.transport import connection
+
+    monkeypatch.setattr(connection, "_DONE_GRACE_S", 60.0)
+
+    async def bounded() -> tuple[list[RequestRecord], int]:
+        return await asyncio.wait_for(serve(done_then_open_chunked, requests=3), 20)
+
+    records, opened = asyncio.run(bounded())
+    assert all(r.ok for r in records) and opened == 3
+    assert all(r.end_ns >= r.chunk_ns[-1] for r in records)
+
+
+async def done_then_late_end(w: asyncio.StreamWriter) -> None:
+    w.write(CHUNKED + b"".join(chunk(e) for e in [*REPLY, DONE]))
+    await w.drain()
+    await asyncio.sleep(0.01)  # the body's end comes after the request was released
+    w.write(b"0\r\n\r\n")
+
+
+def test_a_connection_whose_body_ends_after_release_goes_back_to_the_pool() -> None:
+    async def run() -> tuple[RequestRecord, int, int]:
+        server = await asyncio.start_server(_answer(done_then_late_end), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with ConnectionPool(f"http://127.0.0.1:{port}") as pool:
+            rec = RequestRecord(0, 1, 3)
+            await send_streaming_request(pool, "/v1/completions", PAYLOAD, rec, timeout_s=30)
+            released_idle = len(pool._idle)  # still draining: not handed out yet
+            await asyncio.sleep(0.2)
+            drained_idle = len(pool._idle)
+        server.close()
+        return rec, released_idle, drained_idle
+
+    rec, released_idle, drained_idle = asyncio.run(run())
+    assert rec.ok
+    assert (released_idle, drained_idle) == (0, 1)
+
+
+def _answer(script: Script) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Any]:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                await reader.readexactly(length)
+                await script(writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    return handle

@@ -146,6 +146,9 @@ class ConnectionPool:
         return conn
 
     def _release(self, conn: Connection) -> None:
+        if conn.draining:  # settled at [DONE]: back once its HTTP body has ended
+            conn.on_drained = self._release
+            return
         conn.detach()
         if conn.reusable and conn.alive and not self._closed and len(self._idle) < self.max_idle:
             self._idle.append(conn)

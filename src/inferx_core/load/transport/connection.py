@@ -77,7 +77,12 @@ class Connection(asyncio.BufferedProtocol, ChunkedBody):
         self._content_type = ""
         self._total_handle: asyncio.TimerHandle | None = None
         self._idle_handle: asyncio.TimerHandle | None = None
-        self._end_handle: asyncio.TimerHandle | None = None  # the grace after [DONE]
+        self._end_handle: asyncio.TimerHandle | None = None  # the grace after the reply
+        # After [DONE] the request is settled at once; the HTTP body's end is still read
+        # (for up to _DONE_GRACE_S) so the connection can be reused, without holding the
+        # request's load slot. The pool's release waits for it (on_drained).
+        self.draining = False
+        self.on_drained: Callable[[Connection], None] | None = None
         self._max_line = DEFAULT_MAX_SSE_LINE_BYTES
         self._idle_ns = 0
         self._idle_s = 0.0
@@ -121,6 +126,10 @@ class Connection(asyncio.BufferedProtocol, ChunkedBody):
     def connection_lost(self, exc: Exception | None) -> None:
         self.alive = False
         self.reusable = False
+        if self.draining:  # the reply was complete at [DONE]; only the framing is cut
+            self._drained()
+            self._forget(self)
+            return
         state = self._state
         if state in (_IDLE, _OVER):
             self._forget(self)
@@ -188,7 +197,7 @@ class Connection(asyncio.BufferedProtocol, ChunkedBody):
 
     def cancel(self) -> None:
         """The awaiting task was cancelled: mark the record, drop the connection."""
-        if self._state in (_IDLE, _OVER):
+        if self._state in (_IDLE, _OVER) or self.draining:
             return
         self._fail(perf_counter_ns(), "cancelled", "cancelled before the request finished")
 
@@ -205,6 +214,12 @@ class Connection(asyncio.BufferedProtocol, ChunkedBody):
 
     def _resolve(self, value: int) -> None:
         self._state = _OVER
+        self._stop_timers()
+        fut = self._fut
+        if fut is not None and not fut.done():
+            fut.set_result(value)
+
+    def _stop_timers(self) -> None:
         if self._total_handle is not None:
             self._total_handle.cancel()
             self._total_handle = None
@@ -214,9 +229,40 @@ class Connection(asyncio.BufferedProtocol, ChunkedBody):
         if self._end_handle is not None:
             self._end_handle.cancel()
             self._end_handle = None
+
+    def _settle_at_done(self, t: int) -> None:
+        """[DONE]: the reply is complete now. Wake the waiter (its load slot is free)
+        and keep reading the HTTP body's end, which makes the connection reusable."""
+        rec = self._record
+        assert rec is not None and self._decoder is not None
+        self._decoder.finish()
+        rec.end_ns = t
+        self._stop_timers()
+        self.draining = True
+        self._end_handle = asyncio.get_running_loop().call_later(
+            _DONE_GRACE_S, self._on_drain_grace
+        )
         fut = self._fut
         if fut is not None and not fut.done():
-            fut.set_result(value)
+            fut.set_result(SETTLED)
+
+    def _on_drain_grace(self) -> None:
+        # The server keeps the connection open after a complete reply: not reused.
+        self._end_handle = None
+        if self.draining:
+            self.close()
+            self._drained()
+
+    def _drained(self) -> None:
+        """The body after [DONE] ended (reusable) or never will (closed): release."""
+        self.draining = False
+        if self._end_handle is not None:
+            self._end_handle.cancel()
+            self._end_handle = None
+        self._state = _OVER
+        callback, self.on_drained = self.on_drained, None
+        if callback is not None:
+            callback(self)
 
     def _settle(self, t: int) -> None:
         """The request is over: final record fields, then wake the waiter."""
@@ -378,13 +424,15 @@ class Connection(asyncio.BufferedProtocol, ChunkedBody):
             self._body(data, t)
 
     def _body(self, data: bytes, t: int) -> None:
+        if self.draining:
+            return  # bytes after [DONE] belong to no reply
         dec = self._decoder
         if dec is not None:
             status = dec.feed(data, t)
             if status == DONE:
                 if not self._done_ns:
                     self._done_ns = t
-                    self._await_body_end(_DONE_GRACE_S)
+                    self._settle_at_done(t)
             elif status == FAILED:
                 self.reusable = False
                 self._settle(t)  # the decoder already put the reason on the record
@@ -397,6 +445,9 @@ class Connection(asyncio.BufferedProtocol, ChunkedBody):
     def _body_end(self, t: int) -> None:
         """The HTTP body ended cleanly."""
         self.reusable = self._keep_alive and self.alive
+        if self.draining:
+            self._drained()
+            return
         dec = self._decoder
         rec = self._record
         assert rec is not None

@@ -210,3 +210,17 @@ def test_no_records_make_a_throughput_negative(recs: list[RequestRecord]) -> Non
         ):
             assert math.isfinite(value) and value >= 0, (key, value)
     assert all(r.output_tokens >= 0 for r in recs)
+
+
+def test_the_undercount_message_survives_secret_masking() -> None:
+    # Every text InferX writes goes through the masking; its own words must come out whole
+    # (a "token: the ..." phrase read as a token's value and printed "token: *** ...").
+    from inferx_core.load.transport.usage import usage_disagreement
+    from inferx_core.sdk.redact import redact_text
+
+    rec = RequestRecord(0, 4, 8)
+    rec.chunk_ns = [1, 2, 3, 4, 5, 6, 7, 8]
+    rec.usage_output_tokens = 1
+    message = usage_disagreement(rec, None)
+    assert message is not None and "undercounts" in message
+    assert redact_text(message) == message

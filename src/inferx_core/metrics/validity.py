@@ -240,7 +240,9 @@ def suspicious_usage(rec: RequestRecord, max_per_chunk: float) -> str | None:
     """Why a request's reported token counts cannot be right, else None: the stream's own
     usage check (both ways, types included) and the verdict's per-chunk ceiling."""
     if rec.error_kind == "usage":  # the decoder refused it already: the point says so too
-        return f"request {rec.request_id}: {rec.error}"
+        error = rec.error or ""
+        named = error.startswith(f"request {rec.request_id}:")  # the stream's check names it
+        return error if named else f"request {rec.request_id}: {error}"
     return usage_disagreement(rec, max_per_chunk) if rec.ok else None
 
 

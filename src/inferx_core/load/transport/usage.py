@@ -61,8 +61,8 @@ def usage_disagreement(rec: RequestRecord, max_tokens_per_chunk: float | None = 
     who = f"request {rec.request_id}: usage says {usage} completion tokens"
     if usage < chunks:
         return (
-            f"{who}, but {chunks} content chunks were streamed and each carries at least one "
-            "token: the server's usage undercounts"
+            f"{who}, but {chunks} content chunks were streamed, each with at least one "
+            "token (the server's usage undercounts)"
         )
     if rec.max_tokens and usage > rec.max_tokens:
         return f"{who}, max_tokens was {rec.max_tokens}"

@@ -47,6 +47,19 @@ def test_a_newer_schema_is_refused(db_url: str) -> None:
         open_db(db_url)
 
 
+def test_a_database_with_someone_elses_points_table_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = str(tmp_path / "theirs.duckdb")
+    con = connect(resolve_url(url))
+    con.execute("CREATE TABLE points (x INTEGER)")
+    con.close()
+    with pytest.raises(UserFacingError, match="points that InferX did not create"):
+        open_db(url)
+    assert main(["db", "list", "--db", url]) == 2  # one line, no traceback
+    assert "did not create" in capsys.readouterr().err
+
+
 def test_ingest_is_idempotent_by_content(db_url: str, tmp_path: Path, capsys) -> None:
     folder = make_set(tmp_path / "run")
     copy = tmp_path / "copy"

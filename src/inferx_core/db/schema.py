@@ -90,3 +90,5 @@ MIGRATIONS: tuple[Sequence[str], ...] = (
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The tables the first migration creates: a database without inferx_schema must have none.
+OWN_TABLES = ("inferx_schema", "points", "point_labels")

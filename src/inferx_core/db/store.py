@@ -19,7 +19,7 @@ from inferx_core.db.records import (
     result_from_json,
     utc_iso,
 )
-from inferx_core.db.schema import INDEX_COLUMNS, MIGRATIONS, SCHEMA_VERSION
+from inferx_core.db.schema import INDEX_COLUMNS, MIGRATIONS, OWN_TABLES, SCHEMA_VERSION
 from inferx_core.errors import UserFacingError
 from inferx_core.results.files import utc_now
 from inferx_core.results.model import PointResultBase
@@ -148,12 +148,24 @@ class ResultsDB:
             )
         if start >= target:
             return start, start
+        if start == 0:
+            self._refuse_foreign_tables()
         with self.con.transaction():
             for number in range(start + 1, target + 1):
                 for statement in MIGRATIONS[number - 1]:
                     self.con.execute(statement)
                 self.con.execute("UPDATE inferx_schema SET version = ?", [number])
         return start, target
+
+    def _refuse_foreign_tables(self) -> None:
+        """A database InferX never set up but holding tables of its names: someone else's."""
+        taken = [name for name in OWN_TABLES if self.con.table_exists(name)]
+        if taken:
+            raise UserFacingError(
+                f"{describe_url(self.url)} already has table(s) {', '.join(taken)} that InferX "
+                "did not create (no inferx_schema table): give --db a database of InferX's own, "
+                "e.g. a new file"
+            )
 
     # -- ingest --------------------------------------------------------------
     def _existing(self, hashes: Sequence[str]) -> set[str]:

@@ -111,6 +111,9 @@ def test_missing_export_metadata_is_a_skip_not_the_end_of_the_run(tmp_path: Path
     )
     assert [o.status for o in summary.outcomes] == ["ok", "ok"]  # both points measured
     assert [s[1] for s in exporter.report.skipped] == ["inferencex", "inferencex"]
-    assert all("--set precision" in s[2] for s in exporter.report.skipped)
+    # the hint names the flag of this command (inferx export says --set)
+    assert all("--export-set precision" in s[2] for s in exporter.report.skipped), (
+        exporter.report.skipped
+    )
     rows = list(csv.DictReader((tmp_path / "export" / "points.csv").open()))
     assert len(rows) == 2  # the tables need no metadata

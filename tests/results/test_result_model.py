@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from result_factory import make_result
 
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.model import PointMetrics
@@ -157,3 +158,11 @@ def test_sections_and_flat_view_agree_with_summarize(reqs: list, with_slo: bool)
     assert metrics.flat() == flat  # same keys, same values, same order
     assert list(metrics.flat()) == list(flat)
     assert PointMetrics.from_flat(metrics.flat()) == metrics
+
+
+def test_read_result_takes_a_path_or_a_string(tmp_path: Path) -> None:
+    from inferx_core.api import read_result
+
+    point = tmp_path / "point.json"
+    point.write_text(json.dumps(make_result("p-c1")))
+    assert read_result(str(point)).point_id == read_result(point).point_id

@@ -59,8 +59,9 @@ def point_exporter(args: argparse.Namespace, output_dir: Path, roots: Sequence[P
     options = ExportOptions(
         parse_formats(args.export),
         Path(output_dir) / "export",
-        parse_set(args.export_set),
+        parse_set(args.export_set, flag="--export-set"),
         metadata=parse_set(args.export_metadata, flag="--export-metadata"),
+        settings_flag="--export-set",
     )
     return PointExporter(options, roots)
 

@@ -11,7 +11,7 @@ others are still written.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from inferx_core.errors import UserFacingError
@@ -65,6 +65,7 @@ class ExportOptions:
     settings: Mapping[str, str] = field(default_factory=dict)  # InferenceX metadata (--set)
     detailed: bool = False  # vllm: the per-request lists of --save-detailed
     metadata: Mapping[str, str] = field(default_factory=dict)  # vLLM's --metadata pairs
+    settings_flag: str = "--set"  # how the user gives settings in this command (messages)
 
 
 def _export_one(
@@ -96,7 +97,7 @@ def _write_inferencex(
 ) -> None:
     if result.status != "ok":
         raise NotExportable(f"status {result.status}: {result.failure_reason}")
-    meta = resolve_metadata(result, options.settings)
+    meta = resolve_metadata(result, options.settings, flag=options.settings_flag)
     agg = inferencex_aggregate(vllm, meta)
     power, sidecar = power_fields(result, vllm, meta)
     pid = result.point_id
@@ -143,7 +144,7 @@ def export_results(
         # Missing metadata is the user's to fix: say so before writing anything.
         for result, _ in pairs:
             if result.status == "ok":
-                resolve_metadata(result, options.settings)
+                resolve_metadata(result, options.settings, flag=options.settings_flag)
     prepare_output(options.output)
     report = ExportReport()
     for result, records in pairs:
@@ -237,5 +238,4 @@ class PointExporter:
 
     def _per_point(self, folder: Path) -> ExportOptions:
         formats = tuple(f for f in self.options.formats if f in ("vllm", "inferencex"))
-        opts = self.options
-        return ExportOptions(formats, folder, opts.settings, opts.detailed, metadata=opts.metadata)
+        return replace(self.options, formats=formats, output=folder)

@@ -243,14 +243,15 @@ def _needed(key: str, multinode: bool) -> bool:
 
 
 def resolve_metadata(
-    result: PointResultBase, overrides: Mapping[str, str] | None = None
+    result: PointResultBase, overrides: Mapping[str, str] | None = None, *, flag: str = "--set"
 ) -> InferenceXMetadata:
-    """The aggregate's metadata for ``result``; raises naming every field still missing."""
+    """The aggregate's metadata for ``result``; raises naming every field still missing
+    and the command's own flag for it (``--set``; ``--export-set`` in bench and run)."""
     overrides = dict(overrides or {})
     unknown = sorted(set(overrides) - set(FIELDS))
     if unknown:
         raise UserFacingError(
-            f"--set {', '.join(unknown)}: not an InferenceX field; known: {', '.join(FIELDS)}"
+            f"{flag} {', '.join(unknown)}: not an InferenceX field; known: {', '.join(FIELDS)}"
         )
     known = known_from_result(result)
     values: dict[str, Any] = {}
@@ -271,7 +272,7 @@ def resolve_metadata(
         elif _needed(key, multinode):
             missing.append(key)
     if missing:
-        sets = " ".join(f"--set {k}=..." for k in missing)
+        sets = " ".join(f"{flag} {k}=..." for k in missing)
         raise UserFacingError(
             f"{result.point_id}: the InferenceX metadata {', '.join(missing)} "
             f"{'is' if len(missing) == 1 else 'are'} not in the result; add {sets}"

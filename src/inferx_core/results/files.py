@@ -161,10 +161,10 @@ def telemetry_path(output_dir: Path, point_id: str) -> Path:
     return output_dir / f"{point_id}{TELEMETRY_SUFFIX}"
 
 
-def read_result(path: Path) -> PointResultBase:
+def read_result(path: Path | str) -> PointResultBase:
     """One result file as its typed model (schema 1 is migrated); parsed as strictly as
     every reader (:mod:`inferx_core.config.parsing`): a ValueError when unusable."""
-    return parse_result(loads_json(path.read_text(encoding="utf-8")))
+    return parse_result(loads_json(Path(path).read_text(encoding="utf-8")))
 
 
 def is_complete(output_dir: Path, point_id: str) -> bool:

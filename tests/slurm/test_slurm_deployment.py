@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -36,6 +37,8 @@ pytestmark = pytest.mark.slurm
 TESTS = Path(__file__).resolve().parents[1]
 CLI = (sys.executable, "-m", "inferx_core.cli")
 NUM_PROMPTS = 8
+#: Ports of a deployment from its base: router, both-0, both-1, the router's metrics.
+SPAN = 4
 
 
 def router_command() -> list[str]:
@@ -65,24 +68,40 @@ def env(slurm_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     return environ
 
 
-def free_base_port(span: int = 4) -> int:
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port + span < 65535:
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_base_port(span: int = SPAN) -> int:
+    """A base port whose ``span`` ports are all free now (router, both-0, both-1, router
+    metrics). Below the kernel's ephemeral range, so no outgoing connection of this busy
+    machine takes one between here and the bind; each port checked, not just the first."""
+    low, _ = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    top = max(low, 10000 + 2 * span) - span
+    for _ in range(200):
+        port = random.randrange(10000, top)
+        if all(_bindable(p) for p in range(port, port + span)):
             return port
     raise RuntimeError("no free port")
 
 
 def write_config(path: Path, **options: Any) -> tuple[Path, int]:
     port = free_base_port()
+    # sglang-router's Prometheus exporter listens on 0.0.0.0:29000 by default, one port for
+    # the whole machine: a router of any other run here (another test, e2e) makes this one
+    # panic at start ("Address already in use"). Its own port, on 127.0.0.1.
+    metrics = ["--prometheus-host", "127.0.0.1", "--prometheus-port", str(port + 3)]
     data = {
         "engine": "fake",
         "name": path.stem,
         "model": "org/tiny-model",
         "plugin_options": {
-            "router_command": router_command(),
+            "router_command": [*router_command(), *metrics],
             "ttft_ms": 5,
             "itl_ms": 2,
             **options,
@@ -118,7 +137,7 @@ def job_id(out: Path) -> str:
 
 def leftovers(port: int) -> list[str]:
     """Workers, router or srun clients of this deployment still running on the machine."""
-    ports = {str(p) for p in range(port, port + 4)}
+    ports = {str(p) for p in range(port, port + SPAN)}
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = proc.info["cmdline"] or []
@@ -141,7 +160,7 @@ def assert_all_gone(cluster: Any, job: str, port: int) -> None:
     assert not steps, f"steps of job {job} still there: {steps}"
     assert not left, f"processes left: {left}"
     assert cluster.state(job) in ("COMPLETED", "FAILED", "CANCELLED", ""), cluster.state(job)
-    ports = set(range(port, port + 3))  # router, both-0, both-1: nothing listens there any more
+    ports = set(range(port, port + SPAN))  # router, both-0, both-1, router metrics: all closed
     listening = [
         c
         for c in psutil.net_connections(kind="tcp")

@@ -297,6 +297,11 @@ def test_role_launches_with_the_real_plugin() -> None:
         "0.0.0.0",
         "--port",
         "8000",
+        # its metrics on a port booked on its node (n0:8001 is prefill 0's)
+        "--prometheus-host",
+        "0.0.0.0",
+        "--prometheus-port",
+        "8002",
     ]
     assert router.gpu_ids == ()
     assert endpoint(launches) == "http://n0:8000"

@@ -130,6 +130,7 @@ class Placement:
     head_host: str
     port: int
     gpu_ids: tuple[int, ...] = ()
+    metrics_port: int | None = None  # the router's metrics listener, booked like any port
 
 
 def _port(deployment: Deployment, base: ServerConfig, group: RoleGroup) -> int:
@@ -208,7 +209,10 @@ def place(deployment: Deployment, base: ServerConfig, hosts: list[str]) -> list[
     if deployment.has("router"):
         group = deployment.group("router")
         port = book.port(hosts[0], _port(deployment, base, group))
-        placements.append(Placement(group, 0, 0, hosts[0], hosts[0], port))
+        # The router's Prometheus exporter gets a port of its own: left to its default
+        # (sglang-router: 0.0.0.0:29000) a second router on the node fails to start.
+        metrics = book.port(hosts[0], port + 1)
+        placements.append(Placement(group, 0, 0, hosts[0], hosts[0], port, (), metrics))
     return placements
 
 
@@ -267,6 +271,7 @@ def _role_context(
         dist_port=deployment.dist_port,
         gpus_per_node=gpus_per_node(p.group, base),
         peers=dict(peers),  # each context gets its own mapping
+        metrics_port=p.metrics_port,
     )
 
 

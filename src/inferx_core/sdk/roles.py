@@ -31,5 +31,10 @@ class RoleContext(BaseModel):
     head_host: str = Field(description="Node rank 0 of this replica (rendezvous address)")
     dist_port: int = Field(description="Rendezvous port on head_host")
     gpus_per_node: int = Field(ge=0)
+    metrics_port: int | None = Field(
+        default=None,
+        description="A port booked for this process's metrics listener on host (the router's "
+        "Prometheus exporter); None for engine processes",
+    )
     #: role -> base URLs of every replica's head server (the router proxies to these)
     peers: dict[str, tuple[str, ...]] = Field(default_factory=dict)

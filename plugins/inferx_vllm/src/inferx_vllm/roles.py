@@ -211,6 +211,8 @@ def router_process(
     else:
         argv += ["--worker-urls", *peer_urls(role, "both")]
     argv += ["--host", server.host, "--port", str(server.port)]
+    if role.metrics_port is not None:  # its own port, on the router's host, never 0.0.0.0:29000
+        argv += ["--prometheus-host", server.host, "--prometheus-port", str(role.metrics_port)]
     if opts.router_policy:
         argv += ["--policy", opts.router_policy]
     argv += opts.router_args

@@ -23,6 +23,9 @@ Register it in-process::
     the SSE server serves at most this many generations at once; the rest wait (a
     known capacity for the capacity search).
 
+Its tokenize route (hook ``inferx_engine_tokenize_endpoints``) is the SSE server's
+``/tokenize``, named ``fake``: the runner asks only the launched engine's plugin.
+
 It also offers two fixes, ``fake-unbuffered-log`` (applies to engine ``fake``:
 sets PYTHONUNBUFFERED=1) and ``fake-never`` (never applies), so results carry
 both an applied fix and a declined decision.
@@ -32,7 +35,14 @@ from __future__ import annotations
 
 import sys
 
-from inferx_core import EngineInfo, EngineMetricsMap, LaunchSpec, ReadinessProbe, hookimpl
+from inferx_core import (
+    EngineInfo,
+    EngineMetricsMap,
+    LaunchSpec,
+    ReadinessProbe,
+    TokenizeEndpoint,
+    hookimpl,
+)
 from inferx_core.config.models import ServerConfig
 from inferx_core.sdk.fixes import Fix, FixContext, FixVerdict
 from inferx_core.sdk.platform import Platform
@@ -150,6 +160,27 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
 @hookimpl
 def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap | None:
     return None  # the SSE server has no /metrics
+
+
+#: The SSE server's /tokenize, spoken as vLLM's ({prompt} -> {tokens, count,
+#: max_model_len}; the server has no /detokenize, which the probe finds out).
+TOKENIZE = TokenizeEndpoint(
+    name=ENGINE,
+    path="/tokenize",
+    text_field="prompt",
+    add_special_field="add_special_tokens",
+    model_field="model",
+    tokens_field="tokens",
+    max_model_len_field="max_model_len",
+    detokenize_path="/detokenize",
+    detokenize_tokens_field="tokens",
+    detokenize_text_fields=("prompt",),
+)
+
+
+@hookimpl
+def inferx_engine_tokenize_endpoints(server: ServerConfig | None) -> list[TokenizeEndpoint]:
+    return [TOKENIZE]
 
 
 def _is_fake(ctx: FixContext, spec: LaunchSpec) -> FixVerdict:

@@ -13,7 +13,7 @@ from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint
 from inferx_core.load.tokens.counter import resolve_token_counter
 from inferx_core.pipeline.bench_api import run_bench
-from inferx_core.pipeline.point import BenchTarget, run_point
+from inferx_core.pipeline.point import BenchTarget, SessionPlan, measure_point
 from inferx_core.results.files import is_complete, read_result
 from inferx_core.results.model import parse_result
 from inferx_core.testing import ServerProcess
@@ -97,18 +97,16 @@ def test_abort_check_fails_the_point_quickly(slow_server: ServerProcess, tmp_pat
     counter = resolve_token_counter(slow_server.base_url, "test-model", None)
     deadline = time.monotonic() + 0.5
     started = time.monotonic()
-    outcome = run_point(
+    plan = SessionPlan(
         BenchTarget(slow_server.base_url, "test-model"),
-        LoadPoint(concurrency=2),
         workload=Workload(isl=16, osl=400),  # ~2 s per request
         load=LoadProfile(concurrency=[2], num_prompts=20, warmup=0),
         slo=SLO(),
         counter=counter,
-        point_id="abort",
-        output_dir=tmp_path,
         abort_check=lambda: "engine exited with code 1" if time.monotonic() > deadline else None,
         progress=False,
     )
+    outcome = measure_point(plan, LoadPoint(concurrency=2), "abort", output_dir=tmp_path)
     assert time.monotonic() - started < 5
     assert outcome.result.flat()["status"] == "failed"
     assert outcome.result.flat()["failure_reason"] == "engine exited with code 1"

@@ -7,7 +7,9 @@ was started with is checked on the processes that really ran.
 
 from __future__ import annotations
 
+import re
 import socket
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,46 @@ from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Accelerator, Platform
 from inferx_core.sdk.roles import RoleContext
 
+# A role that dies mid-load: the router marks a file at its first generation request
+# (the load has begun), and the role's engine, which watches for it, exits with code 9.
+_MARK_ON_LOAD = """
+import sys
+from pathlib import Path
+from inferx_core.testing import server, sse_server
+generate = server.ServerProtocol._generate
+def generate_and_mark(self, *args, **kwargs):
+    Path({flag!r}).touch()
+    return generate(self, *args, **kwargs)
+server.ServerProtocol._generate = generate_and_mark
+sse_server.main(sys.argv[1:])
+"""
+_DIE_ON_MARK = """
+import os, sys, threading, time
+from pathlib import Path
+from inferx_core.testing import sse_server
+def watch():
+    while not Path({flag!r}).exists():
+        time.sleep(0.02)
+    print("fake engine: worker died", flush=True)
+    os._exit({code})
+threading.Thread(target=watch, daemon=True).start()
+sse_server.main(sys.argv[1:])
+"""
+
+
+def _argv(server: ServerConfig, role: str) -> list[str]:
+    """The fake engine's argv for ``role``; plugin_options ``die_on_load: ROLE`` (with
+    ``flag``, a path) makes that role die once the load reaches the router."""
+    opts = server.plugin_options
+    flag = opts.get("flag")
+    if flag and role == "router":
+        script = _MARK_ON_LOAD.format(flag=flag)
+        return [sys.executable, "-c", script, *fake_engine.sse_server_args(server)]
+    if flag and role == opts.get("die_on_load"):
+        script = _DIE_ON_MARK.format(flag=flag, code=fake_engine.DIE_CODE)
+        return [sys.executable, "-c", script, *fake_engine.sse_server_args(server)]
+    return fake_engine.build_argv(server)
+
 
 @hookimpl
 def inferx_engine_role_spec(
@@ -35,12 +77,13 @@ def inferx_engine_role_spec(
     if role.role == "router":
         peers = ",".join(url for urls in role.peers.values() for url in urls)
         server = server.model_copy(update={"served_model_name": server.name_served})
-        argv = fake_engine.build_argv(server.model_copy(update={"plugin_options": {}}))
+        opts = {k: v for k, v in server.plugin_options.items() if k in ("flag", "itl_ms")}
+        argv = _argv(server.model_copy(update={"plugin_options": opts}), role.role)
         labels = {"peers": peers}
     else:
         modes = server.plugin_options.get("role_modes", {})
         opts = {**server.plugin_options, "mode": modes.get(role.role, "ok")}
-        argv = fake_engine.build_argv(server.model_copy(update={"plugin_options": opts}))
+        argv = _argv(server.model_copy(update={"plugin_options": opts}), role.role)
         labels = {}
     return LaunchSpec(
         engine=fake_engine.ENGINE,
@@ -129,6 +172,27 @@ def test_a_role_that_dies_fails_the_point_naming_the_role(tmp_path: Path) -> Non
     for port in range(cfg.deployment.port, cfg.deployment.port + 4):  # type: ignore[union-attr]
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))
+
+
+def test_a_role_that_dies_during_the_load_is_named_in_the_failure_reason(
+    tmp_path: Path,
+) -> None:
+    """Not only in the log tail: the reason says which role and process, on which host."""
+    flag = tmp_path / "load-started"
+    cfg = config(tmp_path, die_on_load="decode", flag=str(flag), itl_ms=10)
+    cfg = cfg.model_copy(update={"workload": cfg.workload.model_copy(update={"osl": 200})})
+    summary = run_configs([cfg], pm=pm(), platform=Platform(), planner=deployment_launch_plan)
+    (outcome,) = summary.outcomes
+    assert flag.exists(), "the load never reached the router"
+    assert outcome.status == "failed", outcome.result
+    reason = outcome.result.failure_reason or ""
+    pattern = (
+        rf"^role decode \(decode-0 on [^)]+\) exited with code {fake_engine.DIE_CODE} "
+        "during the load"
+    )
+    assert re.match(pattern, reason), reason
+    tail = outcome.result.model_dump(mode="json")["provenance"]["engine_log_tail"]
+    assert "role decode (decode-0 on " in tail and "worker died" in tail
 
 
 def test_per_gpu_figures_divide_by_prefill_and_decode_gpus_never_the_router(

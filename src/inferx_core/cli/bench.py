@@ -345,7 +345,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import json
     import sys
 
-    from inferx_core.pipeline.bench import bench_points as run_bench
+    from inferx_core.pipeline.bench import bench_points
     from inferx_core.report.console import print_summary
 
     config = bench_config_from_args(args)
@@ -360,7 +360,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_search(args, config, db_ingester(args, exporter))
     progress = False if args.no_progress else None
     skipped: list[str] = []
-    outcomes = run_bench(
+    outcomes = bench_points(
         config,
         progress=progress,
         on_point=db_ingester(args, exporter),

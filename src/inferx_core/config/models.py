@@ -377,6 +377,12 @@ class BenchConfig(StrictModel):
     engine: str | None = Field(
         default=None, description="Engine behind the server, to scrape its /metrics by name"
     )
+    speculative: SpeculativeConfig | None = Field(
+        default=None,
+        description="The server's speculative decoding (docs/speculative.md), as it was "
+        "started: each point checks the measured acceptance (engine's /metrics; give "
+        "engine:) against golden_acceptance_length, and exports say spec_decoding",
+    )
     gpus: list[NonNegativeInt] | None = Field(
         default=None,
         description="Local GPUs to sample (the client often runs on the node); None: all visible",

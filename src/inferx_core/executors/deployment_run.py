@@ -10,7 +10,8 @@ server), because a deployment is handed to it as one server:
   waits until each head is ready (engines before the router; a process that
   dies ends the wait naming its role), then starts the router;
 - its handle (:class:`DeploymentHandle`) is alive only while every process
-  is, says which one died and its log, and stops them all, router first.
+  is, says which one died (``exited_process``: the session's failure reasons
+  name it) and its log, and stops them all, router first.
 """
 
 from __future__ import annotations
@@ -54,16 +55,25 @@ class DeploymentHandle:
         gone = self.dead()
         return gone[1].returncode() if gone else None
 
+    def exited_process(self) -> str | None:
+        """The process that died, as failure reasons name it: ``role decode (decode-1 on
+        node0)``; None while every process runs."""
+        gone = self.dead()
+        if gone is None:
+            return None
+        la = gone[0]
+        where = la.spec.labels.get("node") or la.context.host
+        return f"role {la.context.role} ({process_name(la)} on {where})"
+
     def log_tail(self, lines: int = 40) -> str:
         gone = self.dead()
         if gone is None:
             return "\n".join(
                 f"== {process_name(la)}\n{h.log_tail(lines)}" for la, h in self.processes
             )
-        la, handle = gone
-        where = la.spec.labels.get("node") or la.context.host
+        handle = gone[1]
         return (
-            f"role {la.context.role} ({process_name(la)} on {where}) exited with "
+            f"{self.exited_process()} exited with "
             f"code {handle.returncode()}:\n{handle.log_tail(lines)}"
         )
 

@@ -1,11 +1,11 @@
 """``inferx bench``: every load point of a :class:`BenchConfig` against its running server.
 
 :func:`bench_points` is the loop behind the CLI and behind the public
-:func:`inferx_core.run_bench` (:mod:`.bench_api`, which adds the per-request
+:func:`inferx_core.api.run_bench` (:mod:`.bench_api`, which adds the per-request
 callback and refuses a running event loop); the CLI also passes ``resume``.
 The server's session is set up once (:mod:`.bench_setup`: the checked target,
 the token counter, telemetry) and becomes the :class:`SessionPlan` of every
-point.
+point (:func:`~.bench_setup.bench_session`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from inferx_core.config.models import BenchConfig
 from inferx_core.config.points import LoadPoint, load_points, point_id_for
 from inferx_core.pipeline.assemble import PointSource
-from inferx_core.pipeline.bench_setup import bench_target, bench_tools
+from inferx_core.pipeline.bench_setup import bench_session, bench_target, bench_tools
 from inferx_core.pipeline.output_lock import holding_output
 from inferx_core.pipeline.point import PointOutcome, measure_point
 from inferx_core.pipeline.repeats import run_repeated
@@ -45,18 +45,7 @@ def bench_points(
     if not points:
         return []
     with bench_tools(config, target) as (counter, telemetry):
-        plan = SessionPlan(
-            target,
-            config.workload,
-            config.load,
-            counter,
-            slo=config.slo,
-            percentiles=config.percentiles,
-            num_gpus=config.num_gpus,
-            telemetry=telemetry,
-            validity_limits=config.validity,
-            progress=progress,
-        )
+        plan = bench_session(config, target, counter, telemetry, progress)
         return _run_points(config, plan, prefix, points, on_point)
 
 

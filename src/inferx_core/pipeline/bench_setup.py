@@ -1,25 +1,39 @@
 """What ``inferx bench`` sets up around its points: the client's CPUs, whether to ask for
-per-chunk usage, and the local telemetry (the client often runs on the serving node);
-:func:`bench_target` and :func:`bench_tools` are that setup for ``run_bench`` and the
+per-chunk usage, which tokenize routes to ask (the named engine's plugin's), and the
+local telemetry (the client often runs on the serving node); :func:`bench_target`,
+:func:`bench_tools` and :func:`bench_session` are that setup for ``run_bench`` and the
 capacity search alike."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from inferx_core.config.cpus import client_cores, split_cpus
-from inferx_core.config.models import BenchConfig
+from inferx_core.config.models import BenchConfig, ServerConfig
 from inferx_core.config.points import slug
 from inferx_core.launch.interrupts import handle_interrupts
 from inferx_core.load.schedule.client_load import pinned
 from inferx_core.load.tokens.counter import CounterResolution, resolve_token_counter
 from inferx_core.pipeline.inputs import check_server_context, check_workload_files
 from inferx_core.pipeline.requests import BenchTarget, continuous_usage_for, discover_model
+from inferx_core.pipeline.session_plan import SessionPlan
 from inferx_core.results.files import ensure_writable
 from inferx_core.telemetry.session import TelemetryPlan
 
-__all__ = ["bench_target", "bench_tools", "client_cpus", "local_telemetry", "usage_support"]
+if TYPE_CHECKING:
+    from inferx_core.sdk.manager import InferxPluginManager
+
+__all__ = [
+    "bench_session",
+    "bench_target",
+    "bench_tools",
+    "client_cpus",
+    "engine_server",
+    "local_telemetry",
+    "usage_support",
+]
 
 
 def bench_target(config: BenchConfig) -> tuple[BenchTarget, str]:
@@ -38,12 +52,18 @@ def bench_target(config: BenchConfig) -> tuple[BenchTarget, str]:
 def bench_tools(
     config: BenchConfig, target: BenchTarget
 ) -> Iterator[tuple[CounterResolution, TelemetryPlan | None]]:
-    """The token counter and telemetry plan, with signals handled and the client pinned."""
+    """The token counter and telemetry plan, with signals handled and the client pinned.
+
+    With ``engine:`` (``--engine``) only that engine's plugin is asked for its tokenize
+    routes; without it every plugin's are tried."""
+    server, pm = engine_server(config)
     counter = resolve_token_counter(
         config.base_url,
         target.model,
         str(config.workload.tokenizer) if config.workload.tokenizer else None,
         headers=target.headers,
+        server=server,
+        pm=pm,
     )
     telemetry = local_telemetry(config) if config.telemetry else None
     try:
@@ -53,6 +73,44 @@ def bench_tools(
     finally:
         if hasattr(counter.counter, "close"):
             counter.counter.close()  # a server tokenizer's keep-alive client and threads
+
+
+def bench_session(
+    config: BenchConfig,
+    target: BenchTarget,
+    counter: CounterResolution,
+    telemetry: TelemetryPlan | None,
+    progress: bool | None,
+) -> SessionPlan:
+    """What every point of ``inferx bench`` against ``target`` shares."""
+    return SessionPlan(
+        target,
+        config.workload,
+        config.load,
+        counter,
+        slo=config.slo,
+        percentiles=config.percentiles,
+        num_gpus=config.num_gpus,
+        telemetry=telemetry,
+        validity_limits=config.validity,
+        progress=progress,
+        speculative=config.speculative,
+    )
+
+
+def engine_server(
+    config: BenchConfig,
+) -> tuple[ServerConfig | None, InferxPluginManager | None]:
+    """The named engine as the server its plugin answers hooks for, and the plugin manager
+    (both None without ``engine:``); an unknown engine is a clear error."""
+    if not config.engine:
+        return None, None
+    from inferx_core.sdk.manager import get_plugin_manager
+    from inferx_core.sdk.registries import engine_registry
+
+    pm = get_plugin_manager()
+    engine_registry(pm).get(config.engine)
+    return ServerConfig(engine=config.engine, model=config.model or "?"), pm
 
 
 def client_cpus(config: BenchConfig) -> tuple[int, ...]:
@@ -86,8 +144,6 @@ def local_telemetry(config: BenchConfig) -> TelemetryPlan:
     gpu_ids = config.gpus if config.gpus is not None else [a.index for a in platform.accelerators]
     metrics_map = None
     if config.engine:
-        from inferx_core.config.models import ServerConfig
-
         engine_registry(pm).get(config.engine)  # a clear error for an unknown engine
         probe = ServerConfig(engine=config.engine, model=config.model or "?")
         metrics_map = pm.call_first("inferx_engine_metrics", server=probe)[1]

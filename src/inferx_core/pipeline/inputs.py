@@ -14,6 +14,7 @@ from typing import Any
 
 from inferx_core.config.checks import check_fits_context
 from inferx_core.config.models import Workload
+from inferx_core.config.reasoning import reasoning_body
 from inferx_core.errors import UserFacingError
 from inferx_core.load.prompts.dataset_formats import ColumnMap, load_dataset
 from inferx_core.load.prompts.traces import check_trace_file
@@ -24,13 +25,18 @@ class InputError(UserFacingError, ValueError):
 
 
 def check_workload_files(workload: Workload, where: str = "workload") -> None:
-    """The dataset parses (every line) and the tokenizer file exists, when they are given."""
+    """The dataset parses (every line) and the tokenizer file exists, when they are given;
+    a reasoning knob is on the chat API."""
     if workload.kind == "dataset" and workload.dataset is not None:
         columns = ColumnMap(**workload.dataset_columns) if workload.dataset_columns else None
         # DatasetError names file, line and fix; a line over the limit is never read whole
         load_dataset(workload.dataset, columns, workload.dataset_max_line_bytes)
     if workload.kind == "trace" and workload.trace is not None and workload.trace_format:
         check_trace_file(workload.trace, workload.trace_format)  # names file, line, field
+    try:
+        reasoning_body(workload.reasoning, workload.api)  # sent through the chat API only
+    except ValueError as exc:
+        raise InputError(f"{where}.reasoning: {exc}") from None
     tokenizer = workload.tokenizer
     if tokenizer is not None and not tokenizer.is_file():
         raise InputError(

@@ -25,8 +25,9 @@ from inferx_core.load.tokens.counter import CounterResolution
 from inferx_core.load.transport.limits import ensure_concurrency_fits
 from inferx_core.metrics.dimensions import stage_stats, turn_stats
 from inferx_core.metrics.model import PointMetrics
+from inferx_core.metrics.speculative import acceptance_check
 from inferx_core.metrics.summarize import summarize
-from inferx_core.metrics.validity import assess
+from inferx_core.metrics.validity import Validity, ValidityCheck, assess
 from inferx_core.pipeline.assemble import (
     Measured,
     PointSource,
@@ -59,7 +60,6 @@ __all__ = [
     "SessionPlan",
     "arrival_label",
     "measure_point",
-    "run_point",
 ]
 
 #: The latency percentiles a point reports unless its session names others.
@@ -280,6 +280,30 @@ def _build_or_note_interrupt(
         raise
 
 
+def _validity(
+    plan: SessionPlan,
+    point: LoadPoint,
+    requests: Requests,
+    drive: Drive,
+    metrics: PointMetrics,
+    telemetry: TelemetrySection | None,
+) -> Validity:
+    """The point's validity checks; a speculative server's acceptance against its golden
+    length is one of them (from the engine's /metrics over the window)."""
+    extra: list[ValidityCheck | None] = []
+    if plan.speculative is not None:
+        engine = telemetry.engine_metrics if telemetry is not None else None
+        extra.append(acceptance_check(engine, plan.speculative))
+    return assess(
+        drive.result.records,
+        metrics.flat(),
+        open_loop_rate=requests.trace_rate if point.trace else point.request_rate,
+        client_load=drive.client_load,
+        limits=plan.validity_limits,
+        extra_checks=extra,
+    )
+
+
 def _measured(
     plan: SessionPlan,
     point: LoadPoint,
@@ -290,21 +314,15 @@ def _measured(
 ) -> Measured:
     """What the point measured: metrics, the load offered, the workload, telemetry, validity."""
     metrics = _point_metrics(plan, drive.result)
-    validity = assess(
-        drive.result.records,
-        metrics.flat(),
-        open_loop_rate=requests.trace_rate if point.trace else point.request_rate,
-        client_load=drive.client_load,
-        limits=plan.validity_limits,
-    )
+    telemetry = _point_telemetry(recorder, plan.telemetry, drive.result, metrics)
     return Measured(
         metrics=metrics,
         offered=_offered(drive, point, plan.load, requests.n_measured),
         workload=_workload_fields(requests, plan.workload, plan.counter),
         slo=plan.slo.as_dict(),
-        telemetry=_point_telemetry(recorder, plan.telemetry, drive.result, metrics),
+        telemetry=telemetry,
         started_at=started_at,
-        validity=validity,
+        validity=_validity(plan, point, requests, drive, metrics, telemetry),
     )
 
 
@@ -333,24 +351,6 @@ def measure_point(
     measured = _measured(plan, point, requests, drive, recorder, started_at)
     result = _decide(source, measured, drive, plan.failure_details)
     return _finish(result, drive, output_dir, recorder if plan.telemetry is not None else None)
-
-
-def run_point(
-    target: BenchTarget,
-    point: LoadPoint,
-    *,
-    point_id: str,
-    output_dir: Path | None = None,
-    source: PointSource | None = None,
-    **session: Any,
-) -> PointOutcome:
-    """:func:`measure_point` with the session's fields given by name (``workload=``,
-    ``load=``, ``counter=``, ``slo=``...: those of :class:`SessionPlan`).
-
-    For a single point; a session of many points builds its ``SessionPlan`` once.
-    """
-    plan = SessionPlan(target, **session)
-    return measure_point(plan, point, point_id, output_dir=output_dir, source=source)
 
 
 def _finish(

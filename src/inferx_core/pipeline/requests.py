@@ -1,19 +1,21 @@
 """The requests of one load point: how many, their prompts, and the target they go to.
 
 Prompts are built with exact token counts and a seed (``load/``); here they
-become OpenAI-API payloads with a fresh record each, plus the warmup set.
+become OpenAI-API payloads with a fresh record each, plus the warmup set. A chat
+request's body carries the workload's reasoning knob (:func:`extra_body`).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from inferx_core.config.models import LoadProfile, Workload
 from inferx_core.config.points import LoadPoint
+from inferx_core.config.reasoning import reasoning_body
 from inferx_core.load.prompts.context_fit import (
     ContextLimit,
     fitting_indices,
@@ -39,6 +41,14 @@ from inferx_core.load.tokens.counter import CounterResolution
 from inferx_core.load.tokens.tokenizer import LocalTokenizer
 
 API_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+
+
+def extra_body(workload: Workload, own: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The fields every request body of ``workload`` adds: its reasoning knob
+    (``chat_template_kwargs.enable_thinking``, ``reasoning_effort``), then ``own`` (a
+    request's own extra body; its keys win). None when there are none."""
+    body = {**reasoning_body(workload.reasoning, workload.api), **(own or {})}
+    return body or None
 
 
 def prompts_for(point: LoadPoint, load: LoadProfile) -> int:
@@ -155,6 +165,7 @@ def _prepare(
     first_id: int,
 ) -> list[PreparedRequest]:
     path = API_PATHS[workload.api]
+    extra = extra_body(workload)
     requests = []
     for i, prompt in enumerate(prompts):
         if workload.api == "chat":
@@ -164,6 +175,7 @@ def _prepare(
                 prompt.max_tokens,
                 ignore_eos=workload.ignore_eos,
                 continuous_usage=target.continuous_usage,
+                extra_body=extra,
             )
         else:
             payload = build_completions_payload(
@@ -407,6 +419,8 @@ def _session_trace_build(
         ignore_eos=workload.ignore_eos,
         continuous_usage=target.continuous_usage,
     )
+    for session in sessions:
+        session.extra_body = extra_body(workload, session.extra_body)
     built.notes.append(
         f"inferx session trace {workload.trace}: {len(chosen)} of {len(specs)} sessions, "
         f"speedup x{workload.trace_speedup:g}, window {workload.trace_window or 'all'}"

@@ -3,8 +3,9 @@ engine the run launched.
 
 The search is :func:`~inferx_core.pipeline.search.search_probes`, the same driver as
 ``inferx bench --search``; only the probe runner differs: each probe is a point of
-the server's session (its target, the engine watchdog, the launch's provenance and
-server id), tagged with its search. An engine that dies mid-search makes its probe a
+the server's session (its :class:`~inferx_core.pipeline.session_plan.SessionPlan`:
+target, engine watchdog, speculative check...; the launch's provenance and server
+id), tagged with its search. An engine that dies mid-search makes its probe a
 failed point, which the search does not judge: it stops ``undetermined`` and says why.
 """
 
@@ -17,32 +18,26 @@ from inferx_core.config.models import RunConfig
 from inferx_core.config.points import LoadPoint, point_id_for, server_id
 from inferx_core.config.search import SearchConfig
 from inferx_core.pipeline.assemble import PointSource
-from inferx_core.pipeline.point import BenchTarget, PointOutcome, run_point
+from inferx_core.pipeline.point import PointOutcome, measure_point
 from inferx_core.pipeline.search import (
     SearchPlan,
     SearchRun,
     check_searchable,
-    probe_percentiles,
-    probe_slo,
+    probe_session,
     search_probes,
 )
+from inferx_core.pipeline.session_plan import SessionPlan
 
 __all__ = ["check_run_searchable", "search_on_server", "search_todo"]
-
-#: The percentiles a run's points report (run_point's default), plus the search's own.
-RUN_PERCENTILES = [50.0, 90.0, 99.0, 99.9]
 
 
 class ServerSessionLike(Protocol):
     """What the search needs of ``pipeline.run``'s server session."""
 
     context: dict[str, Any]
-    counter: Any
     output_dir: Path
     plan: Any  # its server_id names the server in every probe's result
 
-    def engine_gone(self) -> str | None: ...
-    def failure_details(self, reason: str) -> tuple[str, dict[str, Any]]: ...
     def record(self, outcome: PointOutcome) -> None: ...
 
 
@@ -69,42 +64,23 @@ def search_todo(cfg: RunConfig) -> list[tuple[LoadPoint, str]]:
 def search_on_server(
     session: ServerSessionLike,
     cfg: RunConfig,
-    target: BenchTarget,
+    points: SessionPlan,
     *,
-    telemetry: Any,
-    num_gpus: int | None,
-    progress: bool | None,
     resume: bool,
     on_skip: Any = None,
 ) -> SearchRun:
-    """Search ``cfg.search`` on the session's running engine; write the summary."""
+    """Search ``cfg.search`` on the session's running engine (``points``: the plan its
+    points share); write the summary."""
     search = cfg.search
     assert search is not None
     sid = session.plan.server_id
+    probes = probe_session(points, search)
 
     def run_probe(
         point: LoadPoint, pid: str, folder: Path | None, tag: dict[str, Any]
     ) -> PointOutcome:
         source = PointSource(pid, point, server_id=sid, context={**session.context, "search": tag})
-        return run_point(
-            target,
-            point,
-            workload=cfg.workload,
-            load=cfg.load,
-            slo=probe_slo(search),
-            counter=session.counter,
-            point_id=pid,
-            num_gpus=num_gpus,
-            percentiles=probe_percentiles(RUN_PERCENTILES, search),
-            output_dir=folder,
-            source=source,
-            abort_check=session.engine_gone,
-            failure_details=session.failure_details,
-            progress=progress,
-            num_gpus_reason=None if num_gpus else "the engine uses no GPU (CPU build)",
-            telemetry=telemetry,
-            validity_limits=cfg.validity,
-        )
+        return measure_point(probes, point, pid, output_dir=folder, source=source)
 
     plan = SearchPlan(
         search,

@@ -2,7 +2,9 @@
 
 :func:`run_search` hands :func:`~inferx_core.metrics.search.search_capacity` a
 ``measure(level, run)`` that runs one point (closed loop at a concurrency, or
-open loop at a rate) with :func:`~inferx_core.pipeline.point.run_point`, judges
+open loop at a rate) with :func:`~inferx_core.pipeline.point.measure_point` in the
+server's :class:`~inferx_core.pipeline.session_plan.SessionPlan` (built once, its
+SLOs and percentiles the search's: :func:`probe_session`), judges
 it (:func:`~inferx_core.metrics.search_verdict.judge_run`) and tags its result
 with the search (``provenance.extra.search``). A probe run again for noise
 keeps its runs in ``OUTPUT/repeats/r<k>/`` and is then combined by the repeats
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +39,11 @@ from inferx_core.metrics.search import (
 from inferx_core.metrics.search_model import SearchSummary
 from inferx_core.metrics.search_verdict import judge_run
 from inferx_core.pipeline.assemble import PointSource
-from inferx_core.pipeline.bench_setup import bench_target, bench_tools
+from inferx_core.pipeline.bench_setup import bench_session, bench_target, bench_tools
 from inferx_core.pipeline.output_lock import holding_output
-from inferx_core.pipeline.point import PointOutcome, run_point
+from inferx_core.pipeline.point import DEFAULT_PERCENTILES, PointOutcome, measure_point
 from inferx_core.pipeline.repeats import combine, repeat_dir
+from inferx_core.pipeline.session_plan import SessionPlan
 from inferx_core.results.files import REQUESTS_SUFFIX, TELEMETRY_SUFFIX, is_complete, result_path
 from inferx_core.results.model import parse_result
 from inferx_core.results.read import read_json, read_request_records
@@ -52,6 +55,7 @@ __all__ = [
     "SearchRun",
     "SearchSetupError",
     "check_searchable",
+    "probe_session",
     "run_search",
     "search_id_for",
     "search_probes",
@@ -133,6 +137,13 @@ def probe_percentiles(wanted: list[float], search: SearchConfig) -> list[float]:
         if name.startswith("p") and float(name[1:]) not in out:
             out.append(float(name[1:]))
     return out
+
+
+def probe_session(plan: SessionPlan, search: SearchConfig) -> SessionPlan:
+    """The server session's plan for the search's probes: the search's SLOs, and the
+    session's percentiles plus those the search's limits read."""
+    wanted = list(plan.percentiles or DEFAULT_PERCENTILES)
+    return replace(plan, slo=probe_slo(search), percentiles=probe_percentiles(wanted, search))
 
 
 @dataclass
@@ -237,27 +248,14 @@ def run_search(
     check_searchable(config.workload, config.load, search)
     target, prefix = bench_target(config)
     with bench_tools(config, target) as (counter, telemetry):
+        session = probe_session(bench_session(config, target, counter, telemetry, progress), search)
 
         def run_probe(
             point: LoadPoint, pid: str, folder: Path | None, tag: dict[str, Any]
         ) -> PointOutcome:
             context = {"config": config.model_dump(mode="json"), "search": tag}
-            return run_point(
-                target,
-                point,
-                workload=config.workload,
-                load=config.load,
-                slo=probe_slo(search),
-                counter=counter,
-                point_id=pid,
-                num_gpus=config.num_gpus,
-                percentiles=probe_percentiles(config.percentiles, search),
-                output_dir=folder,
-                source=PointSource("", point, context=context),
-                progress=progress,
-                telemetry=telemetry,
-                validity_limits=config.validity,
-            )
+            source = PointSource("", point, context=context)
+            return measure_point(session, point, pid, output_dir=folder, source=source)
 
         plan = SearchPlan(
             search,

@@ -3,7 +3,8 @@
 A server session (``inferx bench`` against a running server, one launched
 engine of ``inferx run``, a capacity search's probes) runs many points. The
 server, the workload and load settings, the token counter, the telemetry,
-the GPU count, the SLOs and the engine watchdog are fixed for all of them;
+the GPU count, the SLOs, the engine watchdog and the speculative decoding the
+server was asked for are fixed for all of them;
 only the point (its load level, id, output folder and provenance) changes.
 The plan is built once per session and handed to every point, instead of a
 long list of arguments repeated at each call.
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inferx_core.config.models import SLO, LoadProfile, Workload
+from inferx_core.config.speculative import SpeculativeConfig
 from inferx_core.config.validity import ValidityLimits
 from inferx_core.load.tokens.counter import CounterResolution
 from inferx_core.pipeline.requests import BenchTarget
@@ -39,6 +41,9 @@ class SessionPlan:
     (or ``num_gpus``), replacing ``num_gpus`` when given. ``abort_check``: the
     engine watchdog; ``failure_details``: asked when a point failed, names the real
     cause (e.g. the engine died). ``progress``: None shows a live bar on a terminal.
+    ``speculative``: the server's speculative decoding (``server.speculative``, or a
+    bench config's ``speculative:``); each point then checks the engine's measured
+    acceptance against it (``metrics.speculative.acceptance_check``).
     """
 
     target: BenchTarget
@@ -55,3 +60,4 @@ class SessionPlan:
     abort_check: AbortCheck | None = None
     failure_details: FailureDetails | None = None
     progress: bool | None = None
+    speculative: SpeculativeConfig | None = None

@@ -4,7 +4,8 @@
 requests, so the point's planned requests are sessions x turns. Warmup units
 are one-turn sessions of the same message length (they warm the server
 without holding a slot for a whole conversation). A duration-bound point
-cycles the session pool with fresh ids.
+cycles the session pool with fresh ids. Every turn's body carries the
+workload's reasoning knob (:func:`~inferx_core.pipeline.requests.extra_body`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from inferx_core.load.prompts.sessions import (
     cycle_sessions,
 )
 from inferx_core.load.tokens.counter import CounterResolution
-from inferx_core.pipeline.requests import BenchTarget, Requests, prompts_for, warmup_for
+from inferx_core.pipeline.requests import (
+    BenchTarget,
+    Requests,
+    extra_body,
+    prompts_for,
+    warmup_for,
+)
 
 __all__ = ["build_session_requests", "think_time"]
 
@@ -63,6 +70,8 @@ def build_session_requests(
         warmup, _ = build_sessions(
             one_turn, n_warmup, seed=warm_seed, first_request_id=-n_warmup, warmup=True
         )
+    for session in [*sessions, *warmup]:  # a session's own extra body wins
+        session.extra_body = extra_body(workload, session.extra_body)
     endless = (load.duration_s or load.stages) and load.num_prompts is None
     measured = cycle_sessions(sessions) if endless else sessions
     return Requests(built, measured, warmup, n_sessions * workload.turns)  # type: ignore[arg-type]

@@ -1,0 +1,393 @@
+"""One launched server's life in ``inferx run``: :class:`ServerSession`.
+
+Start the engine (preflight, the configured launcher), wait until its probes pass,
+check the workload fits, build the session's :class:`SessionPlan` (target, token
+counter asked of the engine's own plugin, telemetry, engine watchdog, speculative
+check), run every load point (or the capacity search) through
+:func:`~inferx_core.pipeline.point.measure_point`, then the evals, and stop the
+engine on every exit path. A failure at any step becomes the failed results of the
+points it left, naming the cause; a process that dies names itself (a deployment's
+handle says which role and process, on which node).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inferx_core.config.points import LoadPoint
+from inferx_core.errors import UserFacingError
+from inferx_core.launch.interrupts import engine_running
+from inferx_core.launch.preflight import run_preflight
+from inferx_core.launch.process import ENGINE_EXIT_SETTLE_S, exited_within
+from inferx_core.launch.readiness import (
+    DEFAULT_PROBES,
+    EngineExited,
+    ReadinessAuthError,
+    ReadinessTimeout,
+    engine_version,
+    wait_until_ready,
+)
+from inferx_core.launch.resolve import cpu_split
+from inferx_core.load.schedule.client_load import pinned
+from inferx_core.metrics.search_model import SearchSummary
+from inferx_core.pipeline.assemble import PointSource, never_ran_result
+from inferx_core.pipeline.evals import run_evals
+from inferx_core.pipeline.inputs import InputError, check_server_context
+from inferx_core.pipeline.launch_plan import LaunchPlan, launch_context
+from inferx_core.pipeline.point import BenchTarget, PointOutcome, measure_point
+from inferx_core.pipeline.repeats import combine, repeat_dir
+from inferx_core.pipeline.requests import continuous_usage_for
+from inferx_core.pipeline.run_search import search_on_server
+from inferx_core.pipeline.session_plan import SessionPlan
+from inferx_core.results.files import ResultWriteError, write_result
+from inferx_core.sdk.launcher import ServerHandle
+from inferx_core.sdk.log import get_logger
+from inferx_core.sdk.manager import InferxPluginManager
+from inferx_core.sdk.platform import Platform
+from inferx_core.sdk.redact import redact
+from inferx_core.sdk.registries import engine_registry
+from inferx_core.telemetry.session import build_plan
+
+__all__ = ["LOG_TAIL_LINES", "RunSummary", "ServerSession"]
+
+log = get_logger("inferx.runner")
+LOG_TAIL_LINES = 60
+
+
+@dataclass
+class RunSummary:
+    """Every point of a run: written, skipped (resumed) or failed."""
+
+    outcomes: list[PointOutcome] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    searches: list[SearchSummary] = field(default_factory=list)  # one per searched server
+
+    @property
+    def failed(self) -> list[PointOutcome]:
+        return [o for o in self.outcomes if o.status != "ok"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+class ServerSession:
+    """One server's life: start, readiness, each load point, stop; failures become results."""
+
+    def __init__(
+        self,
+        plan: LaunchPlan,
+        pm: InferxPluginManager,
+        platform: Platform,
+        output_dir: Path,
+        summary: RunSummary,
+        on_point: Callable[[PointOutcome], None] | None,
+        resume: bool = False,
+    ) -> None:
+        self.plan = plan
+        self.resume = resume  # a search reuses its complete probes
+        self.pm = pm
+        self.platform = platform
+        self.output_dir = output_dir
+        self.summary = summary
+        self.on_point = on_point
+        self.context = launch_context(plan, platform)
+        self.handle: ServerHandle | None = None
+        self.counter: Any = None
+        self.stopped = False
+
+    def source(self, point: LoadPoint, pid: str) -> PointSource:
+        return PointSource(pid, point, server_id=self.plan.server_id, context=self.context)
+
+    def record(self, outcome: PointOutcome) -> None:
+        self.summary.outcomes.append(outcome)
+        if self.on_point:
+            self.on_point(outcome)
+
+    def write_failed(self, reason: str, points: list[tuple[LoadPoint, str]], **more: Any) -> None:
+        for point, pid in points:
+            result = never_ran_result(self.source(point, pid), reason, **more)
+            self.record(PointOutcome(pid, result, path=write_result(self.output_dir, result)))
+
+    def log_tail(self) -> Any:
+        assert self.handle is not None
+        return self.handle.log_tail(LOG_TAIL_LINES)
+
+    def start(self, todo: list[tuple[LoadPoint, str]]) -> bool:
+        spec = self.plan.resolved.spec
+        sid = self.plan.server_id
+        try:
+            self.context["preflight"] = run_preflight(
+                spec,
+                self.platform,
+                build_plan(self.pm, self.platform, list(spec.gpu_ids)).make_samplers,
+            )
+            log.info("launching", server=sid, argv=list(spec.argv), env=redact(dict(spec.env)))
+            self.handle = self.plan.launcher.start(spec, self.plan.run_dir)
+        except (OSError, ValueError, UserFacingError) as exc:
+            # e.g. the engine executable is missing: this server fails, the run moves on
+            log.error("engine could not be started", server=sid, error=str(exc))
+            self.write_failed(f"engine could not be started: {exc}", todo)
+            return False
+        return True
+
+    def wait_ready(self, todo: list[tuple[LoadPoint, str]]) -> bool:
+        assert self.handle is not None
+        server, spec = self.plan.server, self.plan.resolved.spec
+        probes = self.pm.call_first("inferx_engine_readiness", server=server, spec=spec)[1]
+        names = ", ".join(p.name for p in probes or DEFAULT_PROBES)
+        log.info(
+            f"waiting up to {server.readiness_timeout_s:.0f} s for the engine to be ready",
+            server=self.plan.server_id,
+            probes=names,
+            log=str(self.plan.run_dir),
+        )
+        try:
+            readiness = wait_until_ready(
+                self.handle,
+                probes or DEFAULT_PROBES,
+                served_model_name=server.name_served,
+                model=server.model,
+                timeout_s=server.readiness_timeout_s,
+                headers=server.auth_headers(),
+            )
+        except (EngineExited, ReadinessTimeout, ReadinessAuthError) as exc:
+            reason = exc.reason
+            if isinstance(exc, EngineExited):  # a deployment names the process that died
+                reason = self.exited("before it was ready")
+            log.error("engine not ready", server=self.plan.server_id, error=reason)
+            self.write_failed(reason, todo, engine_log_tail=exc.log_tail)
+            return False
+        self.context["readiness"] = {"seconds": readiness.seconds, "probes": readiness.probes}
+        info = engine_registry(self.pm).get(server.engine).info
+        self.context["engine"]["version"] = engine_version(
+            self.handle.base_url, info.version_path, info.version_field, server.auth_headers()
+        )
+        log.info("engine ready", server=self.plan.server_id, seconds=readiness.seconds)
+        return True
+
+    def who_exited(self) -> str:
+        """What exited: ``engine``, or a deployment's role and process where its handle
+        says (``role decode (decode-1 on node0)``)."""
+        named = getattr(self.handle, "exited_process", None)
+        return (named() if callable(named) else None) or "engine"
+
+    def exited(self, when: str) -> str:
+        """``<who> exited with code N <when>`` (``during the load``, ``before this point``)."""
+        assert self.handle is not None
+        return f"{self.who_exited()} exited with code {self.handle.returncode()} {when}"
+
+    def engine_gone(self) -> str | None:
+        assert self.handle is not None
+        if self.handle.alive():
+            return None
+        return self.exited("during the load")
+
+    def failure_details(self, reason: str) -> tuple[str, dict[str, Any]]:
+        """Requests can fail (connection refused) before the watchdog polls: name the cause."""
+        assert self.handle is not None
+        if not exited_within(self.handle, ENGINE_EXIT_SETTLE_S):
+            return reason, {}
+        gone = self.engine_gone() or "engine exited"
+        if not reason.startswith(gone):
+            reason = f"{gone} ({reason})" if reason else gone
+        return reason, {"engine_log_tail": self.log_tail()}
+
+    def fits_context(self, todo: list[tuple[LoadPoint, str]]) -> bool:
+        """The longest request fits the engine's max length, as /v1/models reports it."""
+        assert self.handle is not None
+        try:
+            server = self.plan.server
+            check_server_context(
+                self.plan.cfg.workload,
+                self.handle.base_url,
+                server.name_served,
+                server.auth_headers(),
+            )
+        except InputError as exc:
+            log.error("workload does not fit the model", error=str(exc))
+            self.write_failed(str(exc), todo)
+            return False
+        return True
+
+    def telemetry_plan(self, gpu_ids: list[int]) -> Any:
+        assert self.handle is not None
+        return build_plan(
+            self.pm,
+            self.platform,
+            gpu_ids,
+            engine_pid=getattr(self.handle, "pid", None),
+            base_url=self.handle.base_url,
+            metrics_map=self.pm.call_first("inferx_engine_metrics", server=self.plan.server)[1],
+            interval_overrides=self.plan.cfg.telemetry_intervals,
+        )
+
+    def run_points(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
+        from inferx_core.load.tokens.counter import resolve_token_counter
+
+        assert self.handle is not None
+        cfg, server, handle = self.plan.cfg, self.plan.server, self.handle
+        tokenizer = cfg.workload.tokenizer
+        self.counter = resolve_token_counter(  # the tokenize routes of this engine's plugin
+            handle.base_url,
+            server.name_served,
+            str(tokenizer) if tokenizer else None,
+            headers=server.auth_headers(),
+            server=server,
+            pm=self.pm,
+        )
+        gpu_ids = list(self.plan.resolved.spec.gpu_ids)
+        telemetry = self.telemetry_plan(gpu_ids)
+        num_gpus = len(gpu_ids) or None  # CPU engines: per-GPU figures stay null
+        if not self.fits_context(todo):
+            return
+        session = self.session_plan(telemetry, num_gpus, progress)
+        if cfg.search is not None:  # one capacity search: its probes are this server's points
+            run = search_on_server(
+                self, cfg, session, resume=self.resume, on_skip=self.summary.skipped.append
+            )
+            self.summary.searches.append(run.summary)
+            return
+        repeats = cfg.load.repeats
+        rounds: dict[str, list[PointOutcome]] = {}
+        for k in range(1, repeats + 1):
+            folder = self.output_dir if repeats == 1 else repeat_dir(self.output_dir, k)
+            for index, (point, pid) in enumerate(todo):
+                if not handle.alive():
+                    self.finish_repeats(todo, rounds)
+                    self.write_failed(
+                        self.exited("before this point"),
+                        [(pt, pi) for pt, pi in todo[index:] if pi not in rounds],
+                        engine_log_tail=self.log_tail(),
+                    )
+                    return
+                outcome = self.run_one(session, point, pid, folder)
+                if outcome is None:
+                    continue
+                if repeats == 1:
+                    self.record(outcome)
+                else:
+                    rounds.setdefault(pid, []).append(outcome)
+        self.finish_repeats(todo, rounds)
+
+    def finish_repeats(
+        self, todo: list[tuple[LoadPoint, str]], rounds: dict[str, list[PointOutcome]]
+    ) -> None:
+        """Each repeated point as its median run, in point order (the runs so far)."""
+        for _, pid in todo:
+            if rounds.get(pid):
+                self.record(combine(rounds.pop(pid), self.output_dir))
+
+    def session_plan(
+        self, telemetry: Any, num_gpus: int | None, progress: bool | None
+    ) -> SessionPlan:
+        """What every point on this engine shares: the target, the watchdog, the counter..."""
+        cfg = self.plan.cfg
+        return SessionPlan(
+            self.target(),
+            cfg.workload,
+            cfg.load,
+            self.counter,
+            slo=cfg.slo,
+            num_gpus=num_gpus,
+            num_gpus_reason=None if num_gpus else "the engine uses no GPU (CPU build)",
+            gpu_split=self.plan.gpu_split if num_gpus else None,
+            telemetry=telemetry,
+            validity_limits=cfg.validity,
+            abort_check=self.engine_gone,
+            failure_details=self.failure_details,
+            progress=progress,
+            speculative=cfg.speculative,
+        )
+
+    def run_one(
+        self, session: SessionPlan, point: LoadPoint, pid: str, folder: Path
+    ) -> PointOutcome | None:
+        """One run of one point; a failure is written with its reason (None returned)."""
+        try:
+            source = self.source(point, pid)
+            return measure_point(session, point, pid, output_dir=folder, source=source)
+        except ResultWriteError:
+            raise  # a full disk fails every point after it too: stop the run, say why
+        except Exception as exc:  # this point fails with its reason; the sweep moves on
+            log.error("load point failed", point=pid, error=f"{type(exc).__name__}: {exc}")
+            reason, details = self.failure_details(f"{type(exc).__name__}: {exc}")
+            details.setdefault("engine_log_tail", self.log_tail())
+            self.write_failed(reason, [(point, pid)], **details)
+            return None
+
+    def target(self) -> BenchTarget:
+        """The launched engine as the load's target."""
+        assert self.handle is not None
+        server = self.plan.server
+        info = engine_registry(self.pm).get(server.engine).info
+        return BenchTarget(
+            self.handle.base_url, server.name_served, server.auth_headers(), **_usage_fields(info)
+        )
+
+    def close(self) -> None:
+        """Stop the engine (idempotent); a second Ctrl-C during the grace kills it at once."""
+        if self.counter is not None and hasattr(self.counter.counter, "close"):
+            self.counter.counter.close()  # keep-alive client and threads of a server tokenizer
+        self.counter = None
+        if self.handle is not None and not self.stopped:
+            self.stopped = True
+            if self.handle.alive():
+                grace = self.plan.server.stop_grace_s
+                log.info(f"stopping engine, up to {grace:.0f} s", server=self.plan.server_id)
+            self.handle.stop(self.plan.server.stop_grace_s)
+            log.info(
+                "engine stopped", server=self.plan.server_id, returncode=self.handle.returncode()
+            )
+
+    def kill_now(self) -> None:
+        """A second signal: no grace (a launcher without ``kill_now`` stops with grace 0)."""
+        assert self.handle is not None
+        kill = getattr(self.handle, "kill_now", None)
+        kill() if kill is not None else self.handle.stop(0.0)
+
+    def measure(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
+        try:
+            if self.wait_ready(todo):
+                self.run_points(todo, progress)
+                run_evals(
+                    self.plan.cfg, self.pm, self.handle, self.summary.outcomes, self.output_dir
+                )
+        except ResultWriteError:
+            raise
+        except Exception as exc:  # setup after launch failed: fail what is left, move on
+            done = {o.point_id for o in self.summary.outcomes}
+            left = [(p, pid) for p, pid in todo if pid not in done]
+            log.error(
+                "server failed", server=self.plan.server_id, error=f"{type(exc).__name__}: {exc}"
+            )
+            self.write_failed(f"{type(exc).__name__}: {exc}", left)
+
+    def client_cpus(self) -> tuple[int, ...]:
+        """The client's CPUs while this engine runs here (launched on this host only)."""
+        if self.plan.server.launcher not in ("process", "docker"):
+            return ()
+        return cpu_split(self.plan.server, self.platform).client
+
+    def run(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
+        try:
+            if not self.start(todo):
+                return
+            assert self.handle is not None
+            # from here a signal names the stop grace, and a second one kills the engine
+            with engine_running(id(self), self.plan.server.stop_grace_s, self.kill_now):
+                try:
+                    with pinned(self.client_cpus()):  # off the engine's CPUs
+                        self.measure(todo, progress)
+                finally:
+                    self.close()
+        finally:
+            self.close()
+
+
+def _usage_fields(engine: Any) -> dict[str, Any]:
+    asked, note = continuous_usage_for(engine)
+    return {"continuous_usage": asked, "continuous_usage_note": note}

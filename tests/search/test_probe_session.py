@@ -1,0 +1,106 @@
+"""A capacity search's probes are points of one server session: one ``SessionPlan``.
+
+``inferx bench --search`` (``run_search``) and ``search:`` in ``inferx run``
+(``search_on_server``) build the session's plan once and run every probe with
+``measure_point``; the plan is the session's own with the search's SLOs and
+percentiles (``probe_session``). The keyword adapter ``run_point`` is gone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import fake_engine
+import pytest
+
+import inferx_core.pipeline.point as point_module
+from inferx_core.config.models import BenchConfig, RunConfig
+from inferx_core.config.search import SearchConfig
+from inferx_core.pipeline import run_search as run_search_module
+from inferx_core.pipeline import search as search_module
+from inferx_core.pipeline.run import run_configs
+from inferx_core.pipeline.search import probe_percentiles, probe_slo, run_search
+from inferx_core.pipeline.session_plan import SessionPlan
+from inferx_core.sdk.manager import get_plugin_manager
+from inferx_core.sdk.platform import Platform
+from inferx_core.testing import ServerProcess
+
+SEARCH = {"over": "concurrency", "slo": {"ttft_ms": 50}, "max": 4, "max_probes": 3}
+
+
+def spy(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[SessionPlan]:
+    """Record the plan of every probe ``module`` runs through ``measure_point``."""
+    plans: list[SessionPlan] = []
+    real = point_module.measure_point
+
+    def measure(plan: SessionPlan, *args: Any, **kwargs: Any) -> Any:
+        plans.append(plan)
+        return real(plan, *args, **kwargs)
+
+    monkeypatch.setattr(module, "measure_point", measure)
+    return plans
+
+
+def test_the_keyword_adapter_is_gone() -> None:
+    assert not hasattr(point_module, "run_point")
+    assert "run_point" not in point_module.__all__
+
+
+def test_bench_search_probes_share_one_session_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plans = spy(monkeypatch, search_module)
+    with ServerProcess(max_concurrent=2, ttft_ms=5, itl_ms=20) as server:
+        config = BenchConfig(
+            base_url=server.base_url,
+            workload={"isl": 16, "osl": 6},
+            load={"num_prompts": 8},
+            search=SEARCH,
+            percentiles=[50.0, 95.0],
+            num_gpus=2,
+            telemetry=False,
+            output_dir=tmp_path,
+        )
+        run = run_search(config, progress=False)
+    assert len(run.outcomes) >= 2 and len(plans) >= 2
+    assert all(p is plans[0] for p in plans), "one plan for every probe"
+    search = SearchConfig.model_validate(SEARCH)
+    plan = plans[0]
+    assert plan.slo == probe_slo(search)
+    assert list(plan.percentiles or []) == probe_percentiles([50.0, 95.0], search)
+    assert (plan.num_gpus, plan.progress, plan.target.base_url) == (2, False, config.base_url)
+
+
+def test_run_search_probes_are_points_of_the_servers_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plans = spy(monkeypatch, run_search_module)
+    cfg = RunConfig.model_validate(
+        {
+            "engine": "fake",
+            "model": "org/tiny-model",
+            "plugin_options": {"ttft_ms": 5, "itl_ms": 20, "max_concurrent": 2},
+            "readiness_timeout_s": 30,
+            "stop_grace_s": 5,
+            "workload": {"isl": 16, "osl": 6},
+            "load": {"num_prompts": 8},
+            "search": SEARCH,
+        }
+    )
+    pm = get_plugin_manager(env={"INFERX_PLUGINS": ""}, extra_plugins=[("fake", fake_engine)])
+    summary = run_configs([cfg], pm=pm, platform=Platform(), output_dir=tmp_path, progress=False)
+    assert len(summary.searches) == 1 and len(plans) >= 2
+    assert all(p is plans[0] for p in plans), "one plan for every probe"
+    plan = plans[0]
+    # the session's watchdog and failure naming, with the search's SLOs and percentiles
+    assert plan.abort_check is not None and plan.failure_details is not None
+    search = SearchConfig.model_validate(SEARCH)
+    assert plan.slo == probe_slo(search)
+    assert list(plan.percentiles or []) == probe_percentiles([50.0, 90.0, 99.0, 99.9], search)
+    assert plan.num_gpus is None and plan.num_gpus_reason  # the fake engine uses no GPU
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INFERX_CACHE_DIR", str(tmp_path / "cache"))

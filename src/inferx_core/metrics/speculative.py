@@ -47,6 +47,21 @@ def _mark(value: float | None, why: str, passed: bool = False) -> ValidityCheck:
     )
 
 
+_NOT_SPECULATING = (
+    "the engine made no speculative drafts in the measured window: this is not a "
+    "speculative-decoding result (is the draft model loaded?)"
+)
+_BROKEN_DRAFT = (
+    ": the draft does not perform as it should (wrong or broken draft model, wrong workload?)"
+)
+
+
+def _seen(measured: float | None, rate: float | None) -> str:
+    """What the window measured, as the check's reason starts."""
+    seen = f"mean acceptance length {measured:.3f}" if measured is not None else "no length"
+    return seen + (f", acceptance rate {rate:.1%}" if rate is not None else "")
+
+
 def acceptance_check(
     engine_metrics: Mapping[str, Any] | None, spec: SpeculativeConfig | None
 ) -> ValidityCheck | None:
@@ -63,14 +78,8 @@ def acceptance_check(
         )
     measured = window.get("mean_acceptance_length")
     if window.get("source") == "counters" and not window.get("drafts"):
-        return ValidityCheck(
-            name=NAME, value=0.0, limit=None, passed=False,
-            why="the engine made no speculative drafts in the measured window: this is not a "
-            "speculative-decoding result (is the draft model loaded?)",
-        )  # fmt: skip
-    rate = window.get("acceptance_rate")
-    seen = f"mean acceptance length {measured:.3f}" if measured is not None else "no length"
-    seen += f", acceptance rate {rate:.1%}" if rate is not None else ""
+        return ValidityCheck(name=NAME, value=0.0, limit=None, passed=False, why=_NOT_SPECULATING)
+    seen = _seen(measured, window.get("acceptance_rate"))
     comparison = golden_comparison(measured, spec)
     if comparison is None or measured is None:
         return _mark(measured, f"{seen}; no golden_acceptance_length to compare", passed=True)
@@ -78,10 +87,10 @@ def acceptance_check(
     assert rel is not None
     tol = spec.acceptance_tolerance
     ok = abs(rel) <= tol
-    return ValidityCheck(
-        name=NAME, value=rel, limit=tol, passed=ok,
-        why=f"{seen} against golden {spec.golden_acceptance_length:g}: "
+    why = (
+        f"{seen} against golden {spec.golden_acceptance_length:g}: "
         f"{comparison['delta']:+.3f} ({rel:+.1%}; tolerance {tol:.0%})"
-        + ("" if ok else ": the draft does not perform as it should (wrong or broken draft "
-                         "model, wrong workload?)"),
-    )  # fmt: skip
+    )
+    return ValidityCheck(
+        name=NAME, value=rel, limit=tol, passed=ok, why=why + ("" if ok else _BROKEN_DRAFT)
+    )

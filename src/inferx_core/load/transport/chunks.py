@@ -6,7 +6,7 @@ errors sent inside a 200 stream.
 
 JSON decoders: the standard library, or msgspec when installed. The stream
 decoder parses one JSON object per streamed chunk, its largest per-chunk
-cost; both decoders give the same records (tests/load/test_sse_backends.py
+cost; both decoders give the same records (tests/load/transport/test_sse_backends.py
 checks it over generated streams):
 
 * ``json``: the standard library's C scanner (always there).

@@ -20,7 +20,7 @@ from inferx_core.load.tokens.tokenizer import LocalTokenizer
 from inferx_core.load.transport.client import ConnectionPool
 from inferx_core.testing import ServerProcess
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "workloads" / "sessions.jsonl"
+EXAMPLE = Path(__file__).parents[3] / "examples" / "workloads" / "sessions.jsonl"
 
 
 def write(tmp_path: Path, *sessions: Any) -> Path:

@@ -33,7 +33,7 @@ from inferx_core.sdk.platform import Platform
 
 SECRET = "hf_secret_value_42"
 LATENCY_FIELDS = ("median_ttft_ms", "mean_ttft_ms", "p99_e2el_ms", "output_throughput")
-PLATFORMS = Path(__file__).parent / "platforms"
+PLATFORMS = Path(__file__).parents[1] / "platforms"
 
 
 def fake_pm() -> Any:

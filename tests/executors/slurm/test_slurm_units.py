@@ -412,7 +412,7 @@ def test_a_deployment_is_refused_by_an_executor_whose_jobs_start_one_server(
 ) -> None:
     """run-job of an executor that does not start a deployment's processes would run it as a
     monolithic server under the deployment's name: plan_units refuses it, naming the server
-    and what works (the slurm executor takes it: tests/slurm/test_slurm_deployment_units.py)."""
+    and what works (the slurm executor takes it: test_slurm_deployment_units.py)."""
     deployment = {
         "kind": "wide_ep",
         "roles": [{"role": "both", "replicas": 2}, {"role": "router"}],

@@ -14,7 +14,7 @@ from inferx_core.launch.resolve import resolve_launch
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Accelerator, Platform, load_platform
 
-PLATFORMS = Path(__file__).resolve().parent / "platforms"
+PLATFORMS = Path(__file__).resolve().parents[1] / "platforms"
 
 
 def _tpus(n: int) -> Platform:

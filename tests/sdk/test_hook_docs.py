@@ -42,7 +42,7 @@ from inferx_core.sdk.roles import RoleContext
 from inferx_core.sdk.sampler import Sampler
 from inferx_core.sdk.tokenize_api import TokenizeEndpoint
 
-DOCS = Path(__file__).parents[1] / "docs"
+DOCS = Path(__file__).parents[2] / "docs"
 HOOKS_MD = DOCS / "hooks.md"
 CONFIG_MD = DOCS / "configuration.md"
 

@@ -255,7 +255,7 @@ def test_docs_multinode_examples_are_valid() -> None:
 
     from inferx_core.config.models import RunConfig
 
-    text = (Path(__file__).parents[2] / "docs" / "multinode.md").read_text(encoding="utf-8")
+    text = (Path(__file__).parents[3] / "docs" / "multinode.md").read_text(encoding="utf-8")
     blocks = re.findall(r"^```yaml\n(.*?)^```", text, re.S | re.M)
     assert len(blocks) == 2
     for block in blocks:

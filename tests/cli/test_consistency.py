@@ -11,7 +11,7 @@ import pytest
 from inferx_core.cli.app import PIPED_WIDTH, main
 from inferx_core.cli.doctor import accelerator_line, host_line
 
-PLATFORMS = Path(__file__).resolve().parent / "platforms"
+PLATFORMS = Path(__file__).resolve().parents[1] / "platforms"
 
 
 def test_plugins_table_is_not_cut_at_80_columns_when_piped(

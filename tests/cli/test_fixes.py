@@ -14,7 +14,7 @@ from inferx_core.cli.fixes import catalogue, markdown_table
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.registries import fix_catalogue
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PLATFORMS = ROOT / "tests" / "platforms"
 FIXES_MD = ROOT / "docs" / "fixes.md"
 NVIDIA_IDS = {

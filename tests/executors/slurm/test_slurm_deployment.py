@@ -4,7 +4,7 @@
 deployment (role ``both`` x2 and a ``router``): one job, whose runner starts
 each worker and the router as ``srun --overlap --nodelist=NODE`` steps of the
 job. The workers are the scripted SSE server (tests/fake_engine.py, through
-tests/slurm/deployment_roles.py): a vLLM CPU worker takes minutes to start on
+tests/executors/slurm/deployment_roles.py): a vLLM CPU worker takes minutes to start on
 two cores, and what is under test is the job, its steps and their ends, not
 the engine. The router is sglang-router (PyPI, the ``dev`` group).
 
@@ -34,7 +34,7 @@ from inferx_core.results.files import read_result
 
 pytestmark = pytest.mark.slurm
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parents[2]
 CLI = (sys.executable, "-m", "inferx_core.cli")
 NUM_PROMPTS = 8
 #: Ports of a deployment from its base: router, both-0, both-1, the router's metrics.

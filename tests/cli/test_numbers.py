@@ -57,7 +57,7 @@ def refused_while_parsing(argv: list[str], capsys: pytest.CaptureFixture[str]) -
 # -- the typed parser: every numeric flag, every bad class --------------------------------
 
 # flag -> values it must refuse (each class: nan, inf, negative or zero, past the limit);
-# --percentiles is parsed here and range-checked by the config (tests/test_bad_input.py)
+# --percentiles is parsed here and range-checked by the config (tests/cli/test_bad_input.py)
 REFUSED = {
     "--num-prompts": [
         "nan",

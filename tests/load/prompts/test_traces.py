@@ -245,7 +245,7 @@ def test_session_trace_times_and_think_times_follow_window_and_speedup() -> None
     assert {s.turns[1].think_time_s for s in chosen} == {1.5}
 
 
-EXAMPLES = Path(__file__).parents[2] / "examples" / "workloads"
+EXAMPLES = Path(__file__).parents[3] / "examples" / "workloads"
 
 
 def test_the_example_traces_and_config_are_valid() -> None:

@@ -21,7 +21,7 @@ import pytest
 from inferx_core.config.loader import load_run_configs
 from inferx_core.config.points import server_id
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 PLATFORMS = ROOT / "tests" / "platforms"
 REQUIRE_ENGINE_ENV = "INFERX_REQUIRE_ENGINE"
 

@@ -29,7 +29,7 @@ from inferx_core.results.files import read_result
 
 pytestmark = pytest.mark.slurm
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parents[2]
 SECRET = "hf_slurm_secret_value_77"
 
 

@@ -15,7 +15,7 @@ from inferx_core.pipeline.bench_api import run_bench
 from inferx_core.results.model import parse_result
 from inferx_core.testing import ServerProcess
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "workloads"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workloads"
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform, load_platform
 from inferx_core.sdk.registries import fix_catalogue
 
-PLATFORMS = Path(__file__).resolve().parents[1] / "platforms"
+PLATFORMS = Path(__file__).resolve().parents[2] / "platforms"
 NVIDIA_IDS = [
     "nvidia-visible-devices",
     "nvidia-gpu-memory-preflight",

@@ -24,7 +24,7 @@ import pytest
 
 from inferx_core.results.files import read_result
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 
 # Plays `inferx run`: the fake engine, point 1 short, point 2 long (so a signal lands in it).
 RUNNER = textwrap.dedent(

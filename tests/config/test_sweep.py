@@ -268,7 +268,7 @@ def test_plan_cli_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         + str(tmp_path)
         + "}\nmatrix:\n  tp: [1, 2]\n  concurrency: [1, 8, 64]\n"
     )
-    platform = Path(__file__).parent / "platforms" / "h100x8.json"
+    platform = Path(__file__).parents[1] / "platforms" / "h100x8.json"
     argv = ["plan", str(path), "--platform", str(platform), "--json"]
     assert main([*argv, "--tp", "2", "--max-concurrency", "8"]) == 0
     plans = json.loads(capsys.readouterr().out)
@@ -284,7 +284,7 @@ def test_docs_sweep_example_expands(tmp_path: Path) -> None:
 
     from inferx_core.config.loader import load_run_configs
 
-    text = (Path(__file__).parents[1] / "docs" / "reports.md").read_text()
+    text = (Path(__file__).parents[2] / "docs" / "reports.md").read_text()
     [block] = re.findall(r"```yaml\n(.*?)```", text, re.S)
     path = tmp_path / "sweep.yaml"
     path.write_text(block)

@@ -3,7 +3,7 @@
 One job of the deployment's nodes (``--nodes=N --ntasks-per-node=1``) whose
 runner starts every process as an ``srun --overlap --nodes=1 --ntasks=1
 --nodelist=NODE`` step, the router on the first node. The real run on the
-test cluster is tests/slurm/test_slurm_deployment.py.
+test cluster is tests/executors/slurm/test_slurm_deployment.py.
 """
 
 from __future__ import annotations

@@ -442,3 +442,16 @@ def test_unknown_launcher_is_refused_alike_by_plan_and_run(tmp_path: Path) -> No
     assert "unknown launcher 'kubernetes' in the config's `launcher` field" in error
     assert "known: docker, process" in error and "Set `launcher:` to one of them" in error
     assert not (tmp_path / "results" / "servers").exists()  # nothing was launched
+
+
+def test_a_deployment_names_an_unknown_launcher_as_a_single_server_does(tmp_path: Path) -> None:
+    deployment = (
+        "deployment:\n  kind: wide_ep\n  roles:\n    - {role: both, replicas: 2}\n"
+        "    - {role: router}\n"
+    )
+    config = write(tmp_path, "engine: vllm\nmodel: m\nlauncher: kubernetes\n" + deployment)
+    proc = inferx("plan", str(config), "--platform", str(PLATFORMS / "h100x8.json"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    error = proc.stderr.strip().splitlines()[-1]
+    assert "unknown launcher 'kubernetes' in the config's `launcher` field" in error
+    assert "Set `launcher:` to one of them" in error  # the fix, as for one server

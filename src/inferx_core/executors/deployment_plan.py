@@ -18,7 +18,6 @@ from typing import Any
 from inferx_core.config.deployment import Deployment
 from inferx_core.config.models import RunConfig
 from inferx_core.config.points import point_ids, server_id
-from inferx_core.errors import UserFacingError
 from inferx_core.executors.multinode import (
     RoleLaunch,
     endpoint,
@@ -30,7 +29,7 @@ from inferx_core.executors.multinode import (
 from inferx_core.sdk.launcher import Launcher
 from inferx_core.sdk.manager import InferxPluginManager
 from inferx_core.sdk.platform import Platform
-from inferx_core.sdk.registries import launchers
+from inferx_core.sdk.registries import launcher_named
 
 __all__ = ["DeploymentPlan", "placeholder_hosts", "plan_deployment", "process_name"]
 
@@ -176,14 +175,7 @@ def plan_deployment(
     if cfg.deployment is None:
         raise ValueError("plan_deployment needs a configuration with a deployment")
     if launcher is None:
-        known = launchers(pm)
-        entry = known.get(cfg.launcher)
-        if entry is None:
-            raise UserFacingError(
-                f"unknown launcher {cfg.launcher!r} in the config's `launcher` field; "
-                f"known: {', '.join(sorted(known))}"
-            )
-        launcher = entry[1].factory()
+        launcher = launcher_named(pm, cfg.launcher)[1].factory()
     hosts = hosts or one_machine(cfg.deployment)
     launches = role_launches(pm, cfg.server(), cfg.deployment, platform, hosts)
     if node_of is not None:

@@ -14,12 +14,11 @@ from typing import Any
 
 from inferx_core.config.models import RunConfig, ServerConfig
 from inferx_core.config.points import server_id
-from inferx_core.errors import UserFacingError
 from inferx_core.launch.resolve import ResolvedLaunch, resolve_launch
 from inferx_core.sdk.launcher import Launcher
 from inferx_core.sdk.manager import InferxPluginManager
 from inferx_core.sdk.platform import Platform
-from inferx_core.sdk.registries import launchers
+from inferx_core.sdk.registries import launcher_named
 
 
 @dataclass(frozen=True)
@@ -47,14 +46,7 @@ def plan_launch(
     """Resolve the launch of ``cfg`` on ``port`` (engine plugin + fixes + launcher)."""
     server = cfg.server().model_copy(update={"port": port})
     resolved = resolve_launch(pm, server, platform, cfg.load)
-    known = launchers(pm)
-    entry = known.get(server.launcher)
-    if entry is None:
-        raise UserFacingError(
-            f"unknown launcher {server.launcher!r} in the config's `launcher` field; "
-            f"known: {', '.join(sorted(known))}. Set `launcher:` to one of them, or install "
-            "the plugin that provides it"
-        )
+    entry = launcher_named(pm, server.launcher)
     run_dir = Path(output_dir) / "servers" / server_id(cfg)
     return LaunchPlan(cfg, server, resolved, entry[1].factory(), run_dir)
 

@@ -98,6 +98,21 @@ def launchers(pm: InferxPluginManager) -> dict[str, tuple[str, LauncherInfo]]:
     return {name: (e.plugin, e.info) for name, e in registry.entries.items()}
 
 
+def launcher_named(pm: InferxPluginManager, name: str) -> tuple[str, LauncherInfo]:
+    """The launcher a config's ``launcher:`` names, with its plugin; an unknown name is a
+    user error listing the known ones and the fix (``inferx plan`` and ``inferx run`` alike,
+    for a single server and a deployment)."""
+    known = launchers(pm)
+    entry = known.get(name)
+    if entry is None:
+        raise UserFacingError(
+            f"unknown launcher {name!r} in the config's `launcher` field; "
+            f"known: {', '.join(sorted(known))}. Set `launcher:` to one of them, or install "
+            "the plugin that provides it"
+        )
+    return entry
+
+
 # The hooks `inferx plugins` calls to check every plugin, and what each answer
 # must hold (a list of these; detection: one Platform).
 _CHECKED_LIST_HOOKS: dict[str, type] = {

@@ -52,17 +52,7 @@ Script = Callable[[asyncio.StreamWriter], Awaitable[None]]
 async def serve(script: Script, requests: int = 1) -> tuple[list[RequestRecord], int]:
     """Send ``requests`` one after another to a server answering each with ``script``."""
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
-                await reader.readexactly(length)
-                await script(writer)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()  # the client closed the connection
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    server = await asyncio.start_server(_answer(script), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     records = []
     async with ConnectionPool(f"http://127.0.0.1:{port}") as pool:
@@ -206,6 +196,6 @@ def _answer(script: Script) -> Callable[[asyncio.StreamReader, asyncio.StreamWri
                 await reader.readexactly(length)
                 await script(writer)
         except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
+            writer.close()  # the client closed the connection
 
     return handle

@@ -23,7 +23,9 @@ from inferx_core.executors.deployment_run import deployment_launch_plan
 from inferx_core.pipeline.run import run_configs
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Accelerator, Platform
+from inferx_core.sdk.probes import EngineMetricsMap
 from inferx_core.sdk.roles import RoleContext
+from inferx_core.telemetry import engine_metrics
 
 # A role that dies mid-load: the router marks a file at its first generation request
 # (the load has begun), and the role's engine, which watches for it, exits with code 9.
@@ -212,6 +214,37 @@ def test_per_gpu_figures_divide_by_prefill_and_decode_gpus_never_the_router(
     assert flat["tput_per_gpu"] == pytest.approx(total / 3)
     assert flat["output_tput_per_gpu"] == pytest.approx(output / 1)
     assert flat["input_tput_per_gpu"] == pytest.approx((total - output) / 2)
+
+
+def test_telemetry_scrapes_every_engine_process_and_the_routers_exporter_never_the_router(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Engine metrics from each engine head (prefill-0, prefill-1, decode-0), the router's
+    own from its booked metrics port; the fake router has no exporter: unavailable, empty."""
+    scraped: dict[str, Any] = {}
+
+    class Engines(engine_metrics.EngineMetricsSampler):
+        def __init__(self, base_url: Any, names: Any, interval_s: float = 1.0) -> None:
+            scraped["engines"] = base_url
+            super().__init__(base_url, names, interval_s)
+
+    monkeypatch.setattr(engine_metrics, "EngineMetricsSampler", Engines)
+    names = types.ModuleType("fake_metrics")
+    names.inferx_engine_metrics = lambda server: EngineMetricsMap(requests_running="x")  # type: ignore[attr-defined]
+    manager = pm()
+    manager.register(names, name="fake-metrics")
+    cfg = config(tmp_path)
+    summary = run_configs([cfg], pm=manager, platform=Platform(), planner=deployment_launch_plan)
+    (outcome,) = summary.outcomes
+    assert outcome.status == "ok", outcome.result
+    base = cfg.deployment.port  # type: ignore[union-attr]
+    assert scraped["engines"] == [f"http://127.0.0.1:{base + i}" for i in (1, 2, 3)]
+    telemetry = outcome.result.model_dump(mode="json")["telemetry"]
+    router = next(s for s in telemetry["samplers"] if s["name"] == "router_metrics")
+    launcher = outcome.result.model_dump(mode="json")["provenance"]["launch"]["launcher"]
+    assert "router metrics unreachable at http://127.0.0.1:" in router["unavailable"]
+    assert telemetry["router_metrics"] == {}
+    assert f":{base}/" not in router["unavailable"] and launcher["processes"][-1]["port"] == base
 
 
 @pytest.fixture(autouse=True)

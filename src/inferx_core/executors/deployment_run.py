@@ -11,7 +11,9 @@ server), because a deployment is handed to it as one server:
   dies ends the wait naming its role), then starts the router;
 - its handle (:class:`DeploymentHandle`) is alive only while every process
   is, says which one died (``exited_process``: the session's failure reasons
-  name it) and its log, and stops them all, router first.
+  name it) and its log, and stops them all, router first; telemetry scrapes its
+  engine processes (``engine_urls``) and its router's exporter
+  (``router_metrics_url``), never engine metrics from the router.
 """
 
 from __future__ import annotations
@@ -76,6 +78,22 @@ class DeploymentHandle:
             f"{self.exited_process()} exited with "
             f"code {handle.returncode()}:\n{handle.log_tail(lines)}"
         )
+
+    def engine_urls(self) -> list[str]:
+        """Every engine head process's base URL (what serves engine ``/metrics``), never the
+        router's; headless processes (a replica's other nodes) serve no HTTP."""
+        return [
+            _url(la)
+            for la, _ in self.processes
+            if la.context.role != "router" and la.spec.labels.get("headless") != "true"
+        ]
+
+    def router_metrics_url(self) -> str | None:
+        """The router's Prometheus exporter (its booked ``metrics_port``), None without one."""
+        for la, _ in self.processes:
+            if la.context.role == "router" and la.context.metrics_port is not None:
+                return f"http://{_local(la.context.host)}:{la.context.metrics_port}/metrics"
+        return None
 
     def stop(self, grace_s: float = 30.0) -> None:
         """Stop every process, router first (it talks to the others), each whatever the rest do."""
@@ -143,7 +161,7 @@ class _Watch:
 
     def __init__(self, handle: DeploymentHandle, launch: RoleLaunch) -> None:
         self.handle = handle
-        self.base_url = f"http://{_local(launch.context.host)}:{launch.server.port}"
+        self.base_url = _url(launch)
 
     def alive(self) -> bool:
         return self.handle.alive()
@@ -157,6 +175,10 @@ class _Watch:
 
 def _local(host: str) -> str:
     return "127.0.0.1" if host in ("0.0.0.0", "localhost") else host
+
+
+def _url(launch: RoleLaunch) -> str:
+    return f"http://{_local(launch.context.host)}:{launch.server.port}"
 
 
 def deployment_launch_plan(

@@ -214,15 +214,21 @@ class ServerSession:
         return True
 
     def telemetry_plan(self, gpu_ids: list[int]) -> Any:
+        """A single server's engine metrics come from its URL; a deployment's (its handle
+        names its engine processes and its router's exporter) from every engine process,
+        and its router's own from the router's exporter."""
         assert self.handle is not None
+        engine_urls = getattr(self.handle, "engine_urls", None)
+        router_url = getattr(self.handle, "router_metrics_url", None)
         return build_plan(
             self.pm,
             self.platform,
             gpu_ids,
             engine_pid=getattr(self.handle, "pid", None),
-            base_url=self.handle.base_url,
+            base_url=engine_urls() if engine_urls else self.handle.base_url,
             metrics_map=self.pm.call_first("inferx_engine_metrics", server=self.plan.server)[1],
             interval_overrides=self.plan.cfg.telemetry_intervals,
+            router_metrics_url=router_url() if router_url else None,
         )
 
     def run_points(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:

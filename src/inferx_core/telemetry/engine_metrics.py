@@ -10,12 +10,16 @@ decoding counters (:mod:`inferx_core.telemetry.speculative`). Several label sets
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from inferx_core.sdk.probes import EngineMetricsMap
 from inferx_core.sdk.sampler import SamplerUnavailable
-from inferx_core.telemetry.speculative import spec_decode_families, spec_decode_values
+from inferx_core.telemetry.speculative import (
+    GAUGE_KEY,
+    spec_decode_families,
+    spec_decode_values,
+)
 
 _FIELDS = {
     "kv_cache_usage": "engine.kv_cache_usage",
@@ -105,13 +109,41 @@ def map_metrics(text: str, names: EngineMetricsMap) -> dict[str, float | None]:
     return values
 
 
+def combine_engines(readings: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
+    """One reading of several engines (a deployment's engine processes), combined as
+    data-parallel engines are in :func:`map_metrics`: cache usage the largest, the
+    speculative acceptance-length gauge the mean, every other value the sum; None where
+    any engine lacks the value (a partial sum would pass for the whole)."""
+    out: dict[str, float | None] = {}
+    for key in dict.fromkeys(k for reading in readings for k in reading):
+        found = [reading.get(key) for reading in readings]
+        values = [v for v in found if v is not None]
+        if len(values) < len(found):
+            out[key] = None
+        elif key == _FIELDS["kv_cache_usage"]:
+            out[key] = max(values)
+        elif key == "engine." + GAUGE_KEY:
+            out[key] = sum(values) / len(values)
+        else:
+            out[key] = sum(values)
+    return out
+
+
 class EngineMetricsSampler:
-    """Scrapes ``base_url + names.path`` at ``interval_s`` (control plane: httpx)."""
+    """Scrapes ``base_url + names.path`` at ``interval_s`` (control plane: httpx).
+
+    ``base_url`` may be several engines' URLs (every engine process of a deployment,
+    never its router): each is scraped at every reading and the readings combined
+    (:func:`combine_engines`)."""
 
     name = "engine_metrics"
 
-    def __init__(self, base_url: str, names: EngineMetricsMap, interval_s: float = 1.0) -> None:
-        self.url = base_url.rstrip("/") + names.path
+    def __init__(
+        self, base_url: str | Sequence[str], names: EngineMetricsMap, interval_s: float = 1.0
+    ) -> None:
+        bases = [base_url] if isinstance(base_url, str) else list(base_url)
+        self.urls = [base.rstrip("/") + names.path for base in bases]
+        self.url = self.urls[0]
         self.names = names
         self.interval_s = interval_s
         self._client: Any = None
@@ -120,21 +152,25 @@ class EngineMetricsSampler:
         import httpx
 
         self._client = httpx.Client(timeout=5.0)
-        try:
-            reply = self._client.get(self.url)
-        except httpx.HTTPError as exc:
-            self.stop()
-            raise SamplerUnavailable(f"engine metrics unreachable at {self.url}: {exc}") from exc
-        if reply.status_code != 200:
-            self.stop()
-            raise SamplerUnavailable(
-                f"engine metrics at {self.url} answered HTTP {reply.status_code}"
-            )
+        for url in self.urls:
+            try:
+                reply = self._client.get(url)
+            except httpx.HTTPError as exc:
+                self.stop()
+                raise SamplerUnavailable(f"engine metrics unreachable at {url}: {exc}") from exc
+            if reply.status_code != 200:
+                self.stop()
+                raise SamplerUnavailable(
+                    f"engine metrics at {url} answered HTTP {reply.status_code}"
+                )
 
     def read(self) -> Mapping[str, float | None]:
-        reply = self._client.get(self.url)
-        reply.raise_for_status()
-        return map_metrics(reply.text, self.names)
+        readings = []
+        for url in self.urls:
+            reply = self._client.get(url)
+            reply.raise_for_status()
+            readings.append(map_metrics(reply.text, self.names))
+        return readings[0] if len(readings) == 1 else combine_engines(readings)
 
     def stop(self) -> None:
         if self._client is not None:

@@ -90,6 +90,8 @@ class TelemetrySection(_Section):
     gpu_metrics: WindowStats = Field(default_factory=dict)
     host_metrics: WindowStats = Field(default_factory=dict)
     engine_metrics: WindowStats = Field(default_factory=dict)
+    # a deployment's router, from its own exporter (telemetry/router_metrics.py); {} without
+    router_metrics: dict[str, Any] = Field(default_factory=dict)
     samplers: list[SamplerReport] = Field(default_factory=list)
 
     @classmethod
@@ -101,6 +103,7 @@ class TelemetrySection(_Section):
             gpu_metrics=flat.get("gpu_metrics") or {},
             host_metrics=flat.get("host_metrics") or {},
             engine_metrics=flat.get("engine_metrics") or {},
+            router_metrics=flat.get("router_metrics") or {},
             samplers=list(flat.get("telemetry") or []),
         )
 
@@ -111,6 +114,7 @@ class TelemetrySection(_Section):
             "gpu_metrics": self.gpu_metrics,
             "host_metrics": self.host_metrics,
             "engine_metrics": self.engine_metrics,
+            "router_metrics": self.router_metrics,
             "telemetry": [s.model_dump() for s in self.samplers],
         }
 
@@ -119,5 +123,5 @@ class TelemetrySection(_Section):
         """Every flat key a schema-1 file uses for telemetry."""
         return frozenset(
             {*GpuPower.model_fields, *CpuEnergy.model_fields}
-            | {"gpu_metrics", "host_metrics", "engine_metrics", "telemetry"}
+            | {"gpu_metrics", "host_metrics", "engine_metrics", "router_metrics", "telemetry"}
         )

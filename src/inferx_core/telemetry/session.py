@@ -4,12 +4,12 @@ The runner and ``inferx bench`` describe what to watch (a
 :class:`TelemetryPlan`); :func:`telemetry_fields` turns the recorded series
 into result fields over exactly the measured window: GPU power and energy
 (valid, or null with the reason), CPU (RAPL) energy labelled apart, host and
-engine statistics, and the per-sampler bookkeeping.
+engine statistics, a deployment router's own, and the per-sampler bookkeeping.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from inferx_core.sdk.platform import Platform
 from inferx_core.sdk.sampler import Sampler
 from inferx_core.telemetry.energy import cpu_energy, gpu_energy
 from inferx_core.telemetry.recorder import TelemetryRecorder
+from inferx_core.telemetry.router_metrics import summarize_router
 from inferx_core.telemetry.window import summarize_prefix
 
 if TYPE_CHECKING:
@@ -55,12 +56,19 @@ def build_plan(
     gpu_ids: list[int],
     *,
     engine_pid: int | None = None,
-    base_url: str | None = None,
+    base_url: str | Sequence[str] | None = None,
     metrics_map: EngineMetricsMap | None = None,
     interval_overrides: dict[str, float] | None = None,
+    router_metrics_url: str | None = None,
 ) -> TelemetryPlan:
-    """Samplers from every plugin (``inferx_telemetry_samplers``) plus the engine scraper."""
+    """Samplers from every plugin (``inferx_telemetry_samplers``) plus the engine scraper.
+
+    ``base_url`` is the engine's, or a deployment's engine processes' (each scraped,
+    the readings combined; never its router's URL, which serves no engine metrics);
+    ``router_metrics_url`` a deployment router's exporter
+    (:class:`~inferx_core.telemetry.router_metrics.RouterMetricsSampler`)."""
     from inferx_core.telemetry.engine_metrics import EngineMetricsSampler
+    from inferx_core.telemetry.router_metrics import RouterMetricsSampler
 
     def make() -> list[Sampler]:
         samplers: list[Sampler] = []
@@ -73,6 +81,8 @@ def build_plan(
             samplers.extend(offered)
         if metrics_map is not None and base_url:
             samplers.append(EngineMetricsSampler(base_url, metrics_map))
+        if router_metrics_url:
+            samplers.append(RouterMetricsSampler(router_metrics_url))
         return samplers
 
     return TelemetryPlan(
@@ -132,5 +142,6 @@ def telemetry_fields(
         "gpu_metrics": summarize_prefix(rows, "gpu.", start_ns, end_ns),
         "host_metrics": summarize_prefix(rows, "host.", start_ns, end_ns),
         "engine_metrics": summarize_prefix(rows, "engine.", start_ns, end_ns),
+        "router_metrics": summarize_router(rows, start_ns, end_ns),
         "telemetry": recorder.describe(),
     }

@@ -72,6 +72,8 @@ def deployment_yaml(root: Path, engine_python: Path) -> Path:
     config["max_model_len"] = 256
     config["max_num_seqs"] = 4
     config["engine_env"] = {**config["engine_env"], "VLLM_CPU_KVCACHE_SPACE": "1"}
+    # the router's counters read often: their window increases interpolate little
+    config["telemetry_intervals"] = {**config.get("telemetry_intervals", {}), "router_metrics": 0.1}
     config["plugin_options"] = {
         "vllm": {"router_command": router_command(), "router_policy": "round_robin"}
     }
@@ -145,6 +147,24 @@ def test_both_replicas_served_measured_requests(deployment_run) -> None:
     # spreads the router's probe, the warmup and the measured requests over both
     assert sum(served) >= REPLICAS + NUM_PROMPTS, served
     assert min(served) >= 1 + NUM_PROMPTS // REPLICAS - 1, served
+
+
+def test_engines_and_the_router_report_their_own_metrics(deployment_run) -> None:
+    """Engine metrics come from the replicas (the router's port serves none); the router's
+    own, from its exporter, count the measured requests and spread them over both."""
+    _, _, results = deployment_run
+    result = read_result(results[0]).flat()
+    assert result["engine_metrics"]["requests_running"]["samples"] > 0
+    router = result["router_metrics"]
+    workers = [f"http://127.0.0.1:{p['port']}" for p in launcher_view(results)["processes"][:2]]
+    assert sorted(router["workers"]) == sorted(workers)
+    served = [router["workers"][w]["successes_total"] for w in workers]
+    assert sum(served) == pytest.approx(router["requests_total"]["increase"])
+    # the router counts a streamed request when its worker answers (headers): the window
+    # opens at the first send, so the edge's interpolation may miss up to a concurrency's
+    assert sum(served) == pytest.approx(NUM_PROMPTS, abs=2), router
+    assert min(served) >= 1, router  # round robin: both replicas served the window
+    assert router["request_duration_s"]["mean"] > 0
 
 
 def test_every_process_is_gone(deployment_run) -> None:

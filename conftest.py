@@ -11,6 +11,8 @@ in parallel; ``make test`` runs everything.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 #: Fixtures that start or need something outside InferX's venv.
@@ -36,3 +38,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         needs = SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))
         if needs or item.get_closest_marker("engine"):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _forget_remembered_secrets() -> Iterator[None]:
+    """Secret values a test's config remembered (to scrub them from any text) are the
+    process's; a later test must not see its own text scrubbed by them."""
+    yield
+    from inferx_core.config.secrets import forget_secrets
+
+    forget_secrets()

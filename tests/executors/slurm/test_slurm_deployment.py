@@ -64,7 +64,7 @@ def env(slurm_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[st
         "[inferx]\nfake = fake_engine\nfake-roles = deployment_roles\n"
     )
     environ = slurm_cluster.env
-    environ["PYTHONPATH"] = f"{root}:{TESTS}:{TESTS / 'slurm'}"
+    environ["PYTHONPATH"] = f"{root}:{TESTS}:{Path(__file__).resolve().parent}"
     return environ
 
 

@@ -152,7 +152,7 @@ def test_no_secret_in_the_script_or_the_steps(tmp_path: Path) -> None:
     steps = view["jobs"][0]["tasks"][0]["steps"]
     argv = steps[0]["argv"]
     assert argv[argv.index("--api-key") + 1] == "***"
-    assert {ref["env"] for ref in view["secret_env"]} == {"INFERX_SECRET_0"}
+    assert {ref["env"] for ref in view["secret_env"]} == {"INFERX_SECRET_0"}, view["secret_env"]
 
 
 def test_client_nodes_and_a_deployment_are_refused(tmp_path: Path) -> None:

@@ -4,8 +4,10 @@ The search over concurrency (1..8) with a TTFT SLO must end within its probe bud
 with an answer, and that answer must be consistent with a plain sweep of the same
 points: (1) read back as ordinary results, the probes give the same verdicts and the
 same capacity; (2) a plain ``inferx run`` sweep of the probed levels on a fresh
-launch agrees on every level whose verdict was not close (a 3x margin: a loaded
-2-core machine moves TTFT a lot, so where the capacity lands is not asserted).
+launch agrees on every level whose verdict was not close (a 3x margin, once the
+machine's own change of speed between the two runs, read at concurrency 1, is taken
+out: a loaded 2-core machine moves TTFT a lot, so where the capacity lands is not
+asserted).
 """
 
 from __future__ import annotations
@@ -110,10 +112,24 @@ def test_a_plain_sweep_of_the_same_points_agrees_where_the_verdict_is_clear(
     assert sweep.ok and not sweep.searches
     swept = _scores(searched["root"] / "sweep", SearchConfig.model_validate(SEARCH))
     assert sorted(swept) == levels
+    slowdown = _slowdown(s.probes, swept)
     for probe in s.probes:
         score, again = probe.score, swept[int(probe.level)]
         assert again is not None, probe
-        if score is not None and score <= 1 / MARGIN:
-            assert again <= 1, (probe, again)
-        if score is not None and score >= MARGIN:
-            assert again > 1, (probe, again)
+        if score is None:
+            continue
+        expected = score * slowdown  # the probe's score on the machine the sweep ran on
+        if expected <= 1 / MARGIN:
+            assert again <= 1, (probe, again, slowdown)
+        if expected >= MARGIN:
+            assert again > 1, (probe, again, slowdown)
+
+
+def _slowdown(probes: Any, swept: dict[int, float | None]) -> float:
+    """How much slower the machine was during the sweep than during the search, read at
+    concurrency 1 (no queueing: TTFT there is the machine's speed). Another process
+    taking the 2 cores between the two runs moved a clear pass 40x (0.07 -> 2.99 at c2);
+    a verdict is only held to its counterpart once that is taken out."""
+    [first] = [p for p in probes if int(p.level) == 1 and p.score]
+    again = swept.get(1)
+    return again / first.score if again else 1.0  # < 1: the sweep ran on a calmer machine

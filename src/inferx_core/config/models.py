@@ -121,7 +121,8 @@ class ServerConfig(StrictModel):
     )
     telemetry_intervals: dict[str, float] = Field(
         default_factory=dict,
-        description="Sampler name -> interval s (default nvml 0.5, host 1.0, engine_metrics 1.0)",
+        description="Sampler name -> interval s (default nvml 0.5, host 1.0, engine_metrics "
+        "1.0, router_metrics 1.0)",
     )
 
     @model_validator(mode="after")

@@ -218,9 +218,12 @@ def test_a_worker_dying_mid_load_aborts_naming_its_role_and_ends_every_step(
     (path,) = sorted(out.glob("*.json"))
     result = read_result(path).flat()
     assert result["status"] != "ok"
-    assert "engine exited with code 9" in (result["failure_reason"] or ""), result
-    # which process: its role, name and node, and the end of its own log
-    tail = result["engine_log_tail"] or ""
+    # the reason names the process that died: its role, name and node
+    reason = result["failure_reason"] or ""
+    assert f"role both (both-1 on {slurm_cluster.node}) exited with code 9 during the load" in (
+        reason
+    ), result
+    tail = result["engine_log_tail"] or ""  # and the end of its own log
     assert f"role both (both-1 on {slurm_cluster.node}) exited with code 9" in tail, tail
     assert "fake engine: worker died" in tail, tail
     assert_all_gone(slurm_cluster, job_id(out), port)

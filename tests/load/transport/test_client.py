@@ -442,6 +442,27 @@ def test_stale_keep_alive_connection_is_retried_once(
     assert opened == 3
 
 
+def test_a_retry_goes_out_on_a_new_connection_not_another_stale_one(
+    raw: Callable[..., RawServer], make_request: MakeRequest
+) -> None:
+    # Two idle connections, both closed by the server on their next request (a keep-alive
+    # timeout that hit them together): the retry must not take the second stale one.
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n"
+    srv = raw(lambda c, r: (head % len(SSE_BODY) + SSE_BODY, False) if r == 1 else None)
+
+    async def go() -> tuple[RequestRecord, int]:
+        async with ConnectionPool(srv.base_url) as pool:
+            pair = [send(srv.base_url, make_request(i), pool=pool) for i in range(2)]
+            assert all(r.ok for r in await asyncio.gather(*pair))
+            assert len(pool._idle) == 2
+            rec = await send(srv.base_url, make_request(2), pool=pool)
+            return rec, pool.connections_opened
+
+    rec, opened = asyncio.run(go())
+    assert rec.ok, rec.error
+    assert opened == 3  # the two stale ones, then one new for the retry
+
+
 def test_thread_server_and_tokenize_models_health(make_request: MakeRequest) -> None:
     import urllib.request
 

@@ -119,8 +119,9 @@ class ConnectionPool:
             )
         )
 
-    async def _acquire(self, timeout_s: float) -> Connection:
-        idle = self._idle
+    async def _acquire(self, timeout_s: float, *, fresh: bool = False) -> Connection:
+        """An idle connection, or a new one (always new with ``fresh``)."""
+        idle = self._idle if not fresh else []
         while idle:
             conn = idle.pop()
             if conn.alive and conn.transport is not None and not conn.transport.is_closing():
@@ -203,7 +204,9 @@ async def send_streaming_request(
         conn: Connection | None = None
         guard: _TokenGuard | None = None
         try:
-            conn = await pool._acquire(max(deadline - loop.time(), 0.001))
+            # A retry goes out on a new connection: the idle ones are as old as the one
+            # the server just closed, and may be closing too.
+            conn = await pool._acquire(max(deadline - loop.time(), 0.001), fresh=attempt > 0)
             fut = conn.start(
                 record, request, deadline, timeout_s, idle_timeout_s, max_sse_line_bytes
             )

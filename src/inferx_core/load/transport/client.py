@@ -120,7 +120,8 @@ class ConnectionPool:
         )
 
     async def _acquire(self, timeout_s: float, *, fresh: bool = False) -> Connection:
-        """An idle connection, or a new one (always new with ``fresh``)."""
+        """An idle connection, or a new one; always new with ``fresh`` (a retry: the idle
+        ones are as old as the one the server just closed, and may be closing too)."""
         idle = self._idle if not fresh else []
         while idle:
             conn = idle.pop()
@@ -204,8 +205,6 @@ async def send_streaming_request(
         conn: Connection | None = None
         guard: _TokenGuard | None = None
         try:
-            # A retry goes out on a new connection: the idle ones are as old as the one
-            # the server just closed, and may be closing too.
             conn = await pool._acquire(max(deadline - loop.time(), 0.001), fresh=attempt > 0)
             fut = conn.start(
                 record, request, deadline, timeout_s, idle_timeout_s, max_sse_line_bytes

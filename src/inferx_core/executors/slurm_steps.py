@@ -33,8 +33,8 @@ from typing import Any
 
 from inferx_core.config.deployment import Deployment
 from inferx_core.errors import UserFacingError
-from inferx_core.launch.process import LOG_NAME, ProcessHandle, ProcessLauncher
-from inferx_core.launch.srun import SrunHandle, engine_view, srun_argv
+from inferx_core.launch.process import LOG_NAME, ProcessHandle
+from inferx_core.launch.srun import engine_view, srun_argv, start_srun_client
 from inferx_core.sdk.launch_spec import LaunchSpec
 
 __all__ = [
@@ -149,17 +149,5 @@ class StepLauncher:
                 "a deployment's steps start inside a SLURM job; submit with "
                 "`inferx run --executor slurm`"
             )
-        client = engine_view(spec, run_dir).model_copy(
-            update={
-                "argv": tuple(step_argv(spec, run_dir)),
-                "image": None,
-                "workdir": None,
-                "unset_env": (),  # applied inside the step (launch.srun.step_argv)
-                "cpus": (),  # bound inside the step (--cpu-bind), not the client
-            }
-        )
-        launcher = ProcessLauncher()
-        launcher.handle_class = SrunHandle
-        handle = launcher.start(client, run_dir)
-        handle.spec = spec
-        return handle
+        # cpus are bound inside the step (--cpu-bind), not on the client
+        return start_srun_client(spec, run_dir, step_argv(spec, run_dir), cpus=())

@@ -122,20 +122,26 @@ class SrunLauncher:
                 "the srun launcher runs inside a SLURM job; submit with `inferx run --executor "
                 "slurm`, or use `launcher: process`/`docker` here"
             )
-        # The container's own workdir goes to pyxis; the srun client runs where we are.
-        client = engine_view(spec, run_dir).model_copy(
-            update={
-                "argv": tuple(srun_argv(spec, run_dir)),
-                "image": None,
-                "workdir": None,
-                "unset_env": (),  # applied inside the step (see step_argv)
-            }
-        )
-        launcher = ProcessLauncher()
-        launcher.handle_class = SrunHandle
-        handle = launcher.start(client, run_dir)
-        handle.spec = spec
-        return handle
+        return start_srun_client(spec, run_dir, srun_argv(spec, run_dir))
+
+
+def start_srun_client(
+    spec: LaunchSpec, run_dir: Path, argv: list[str], **update: Any
+) -> ProcessHandle:
+    """Run ``argv`` (an ``srun`` command for ``spec``) here as the step's client process.
+
+    The container's own workdir goes to pyxis; the srun client runs where we are, without
+    the image, and ``unset_env`` is applied inside the step (see step_argv). ``update``:
+    more fields of the client's spec to override.
+    """
+    client = engine_view(spec, run_dir).model_copy(
+        update={"argv": tuple(argv), "image": None, "workdir": None, "unset_env": (), **update}
+    )
+    launcher = ProcessLauncher()
+    launcher.handle_class = SrunHandle
+    handle = launcher.start(client, run_dir)
+    handle.spec = spec
+    return handle
 
 
 class SrunHandle(ProcessHandle):

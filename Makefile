@@ -129,6 +129,38 @@ $(SGLANG_STAMP):
 
 sglang: $(SGLANG_STAMP)
 
+# The other tools `inferx audit` reads, each in its own venv (never InferX's):
+# tests/interop runs them against the scripted server and the vLLM CPU engine to
+# get the files they really write. GuideLLM pulls a CUDA torch from the index
+# (several GB), so torch's CPU wheel goes in first, as for .venv-sglang.
+AIPERF_VENV := .venv-aiperf
+AIPERF_STAMP := $(AIPERF_VENV)/.inferx-aiperf-installed
+AIPERF_VERSION := 0.13.0
+GUIDELLM_VENV := .venv-guidellm
+GUIDELLM_STAMP := $(GUIDELLM_VENV)/.inferx-guidellm-installed
+GUIDELLM_VERSION := 0.8.1
+TOOLS_PIP_ARGS ?=
+
+$(AIPERF_STAMP):
+	test -x $(AIPERF_VENV)/bin/python || $(PYTHON) -m venv $(AIPERF_VENV)
+	$(AIPERF_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AIPERF_VENV)/bin/python -m pip install --quiet $(TOOLS_PIP_ARGS) aiperf==$(AIPERF_VERSION)
+	$(AIPERF_VENV)/bin/aiperf --help >/dev/null
+	touch $@
+
+.PHONY: aiperf guidellm
+aiperf: $(AIPERF_STAMP)
+
+$(GUIDELLM_STAMP):
+	test -x $(GUIDELLM_VENV)/bin/python || $(PYTHON) -m venv $(GUIDELLM_VENV)
+	$(GUIDELLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(GUIDELLM_VENV)/bin/python -m pip install --quiet $(TOOLS_PIP_ARGS) torch==2.13.0
+	$(GUIDELLM_VENV)/bin/python -m pip install --quiet $(TOOLS_PIP_ARGS) guidellm==$(GUIDELLM_VERSION)
+	$(GUIDELLM_VENV)/bin/guidellm --help >/dev/null
+	touch $@
+
+guidellm: $(GUIDELLM_STAMP)
+
 # llama.cpp's llama-server, the second real engine (inferx-llamacpp): built once per
 # version from the llama.cpp copy vendored in the llama-cpp-python sdist (PyPI only,
 # no git), into InferX's engine cache beside the venvs of `inferx engine install`,

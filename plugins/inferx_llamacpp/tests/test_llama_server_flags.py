@@ -16,6 +16,15 @@ import pytest
 from inferx_core import Accelerator, LoadProfile, Platform, ServerConfig
 from inferx_llamacpp import argv_check, plugin
 from inferx_llamacpp.engine_paths import engine_dir, find_binary
+from inferx_llamacpp.model_checks import GGUF_MAGIC
+
+
+@pytest.fixture(scope="module")
+def gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A file the plan takes for GGUF (its magic bytes); --help never opens it."""
+    path = tmp_path_factory.mktemp("model") / "x.gguf"
+    path.write_bytes(GGUF_MAGIC + bytes(20))
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +52,26 @@ CONFIGS = {
     "prefix-caching": ({"prefix_caching": True}, None),
     "tp-row-split": ({"parallelism": {"tp": 2}}, None),
     "pp-layer-split": ({"parallelism": {"pp": 2}}, None),
+    # speculative: the flags this build has for each method the plugin maps
+    "spec-draft-model": (
+        {
+            "speculative": {
+                "method": "draft_model",
+                "draft_model": "GGUF",
+                "num_speculative_tokens": 4,
+            }
+        },
+        None,
+    ),
+    "spec-eagle3": (
+        {"speculative": {"method": "eagle3", "draft_model": "GGUF", "num_speculative_tokens": 3}},
+        None,
+    ),
+    "spec-mtp": ({"speculative": {"method": "mtp", "num_speculative_tokens": 2}}, None),
+    "spec-ngram": (
+        {"speculative": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}},
+        None,
+    ),
 }
 #: The split flags need GPUs to plan (a CPU plan refuses them); the CPU build still lists them.
 GPUS = Platform(accelerators=[Accelerator(index=i, vendor="nvidia", name="H100") for i in range(2)])
@@ -50,10 +79,12 @@ GPUS = Platform(accelerators=[Accelerator(index=i, vendor="nvidia", name="H100")
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_every_flag_is_listed_by_llama_servers_help_and_none_deprecated(
-    name: str, binary: Path, help_flags: tuple[set[str], set[str]]
+    name: str, binary: Path, help_flags: tuple[set[str], set[str]], gguf: Path
 ) -> None:
     fields, load = CONFIGS[name]
-    server = ServerConfig(engine="llamacpp", model="/m/x.gguf", port=8080, **fields)
+    if "speculative" in fields and "draft_model" in fields["speculative"]:
+        fields = {"speculative": {**fields["speculative"], "draft_model": str(gguf)}}
+    server = ServerConfig(engine="llamacpp", model=str(gguf), port=8080, **fields)
     spec = plugin.inferx_engine_launch_spec(server=server, platform=GPUS, load=load)
     produced = {a for a in spec.argv[1:] if a.startswith("-") and not a.lstrip("-").isdigit()}
     known, deprecated = help_flags
@@ -75,14 +106,14 @@ def test_an_unknown_flag_fails_with_llama_servers_own_message(binary: Path) -> N
     assert "--no-such-flag" in done.stdout + done.stderr
 
 
-def test_plan_check_args_asks_the_binary(binary: Path, tmp_path: Path) -> None:
+def test_plan_check_args_asks_the_binary(binary: Path, tmp_path: Path, gguf: Path) -> None:
     """The same check for a user: `inferx plan --check-args` on a llama.cpp config."""
     import json
     import sys
 
     def plan(**extra: object) -> subprocess.CompletedProcess[str]:
         config = tmp_path / "llamacpp.json"
-        cfg = {"engine": "llamacpp", "model": "/m/x.gguf", "port": 8080, **extra}
+        cfg = {"engine": "llamacpp", "model": str(gguf), "port": 8080, **extra}
         config.write_text(json.dumps({**cfg, "executable": [str(binary)]}))
         command = [sys.executable, "-m", "inferx_core.cli", "plan", str(config), "--check-args"]
         return subprocess.run(command, capture_output=True, text=True, timeout=300)

@@ -19,6 +19,18 @@ from inferx_core import (
     resolve_launch,
 )
 from inferx_llamacpp import engine_paths, plugin
+from inferx_llamacpp.model_checks import GGUF_MAGIC
+
+#: A GGUF file's first bytes: what the plan checks of a model (set per test).
+MODEL = ""
+
+
+@pytest.fixture(autouse=True)
+def _gguf_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    path = tmp_path / "tiny.gguf"
+    path.write_bytes(GGUF_MAGIC + bytes(20))
+    monkeypatch.setitem(globals(), "MODEL", str(path))
+    return str(path)
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +48,7 @@ def _fake_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def server(**kw: object) -> ServerConfig:
-    return ServerConfig(engine="llamacpp", model="/m/tiny.gguf", port=8123, **kw)  # type: ignore[arg-type]
+    return ServerConfig(engine="llamacpp", model=MODEL, port=8123, **kw)  # type: ignore[arg-type]
 
 
 def argv(load: LoadProfile | None = None, **kw: object) -> list[str]:
@@ -53,8 +65,8 @@ def test_the_cached_build_runs_the_model_with_metrics_templates_and_no_ui(
 ) -> None:
     args = argv()
     assert args[0] == str(_fake_binary)
-    assert value(args, "--model") == "/m/tiny.gguf"
-    assert value(args, "--port") == "8123" and value(args, "--alias") == "/m/tiny.gguf"
+    assert value(args, "--model") == MODEL
+    assert value(args, "--port") == "8123" and value(args, "--alias") == MODEL
     assert {"--metrics", "--jinja", "--no-webui", "--cont-batching"} <= set(args)
 
 
@@ -123,7 +135,7 @@ def test_a_hub_id_is_passed_on_with_a_warning() -> None:
 
 def test_a_run_plans_its_slots_from_its_own_load() -> None:
     """Through the core's public resolve_launch: the run's load reaches the engine's plugin."""
-    cfg = RunConfig(engine="llamacpp", model="/m/tiny.gguf", load={"concurrency": [2, 9]})
+    cfg = RunConfig(engine="llamacpp", model=MODEL, load={"concurrency": [2, 9]})
     pm = get_plugin_manager(env={"INFERX_DISABLE_PLUGINS": "example-tpu"})
     planned = resolve_launch(
         pm, cfg.server().model_copy(update={"port": 8124}), Platform(), load=cfg.load

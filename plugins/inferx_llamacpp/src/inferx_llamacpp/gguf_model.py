@@ -88,7 +88,7 @@ def convert(hf_dir: str | os.PathLike[str], output: str | os.PathLike[str]) -> P
     fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
     os.close(fd)
     try:
-        _write(hf_dir, Path(tmp))
+        _write_naming_the_file(hf_dir, Path(tmp))
         os.chmod(tmp, 0o644)
         os.replace(tmp, output)
     finally:
@@ -97,11 +97,46 @@ def convert(hf_dir: str | os.PathLike[str], output: str | os.PathLike[str]) -> P
     return output
 
 
+def _write_naming_the_file(hf_dir: Path, output: Path) -> None:
+    """:func:`_write`, whose every failure names the directory, and the file and field where
+    it knows them (a bare KeyError 'hidden_size' told a user nothing)."""
+    fix = "fix the file, or give llama.cpp a .gguf file as model:"
+    try:
+        _write(hf_dir, output)
+    except GgufConversionError as exc:
+        raise GgufConversionError(
+            f"model {hf_dir}: cannot write it as GGUF: {exc}; {fix}"
+        ) from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OSError) as exc:
+        what = (
+            f"missing field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+        )
+        raise GgufConversionError(
+            f"model {hf_dir}: cannot write it as GGUF ({what}); {fix}"
+        ) from None
+
+
 def _read_json(path: Path) -> dict[str, Any]:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise GgufConversionError(f"{path.name}: not readable JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise GgufConversionError(f"{path}: expected a JSON object")
+        raise GgufConversionError(f"{path.name}: expected a JSON object")
     return data
+
+
+def _num(config: dict[str, Any], key: str, kind: type = int, default: Any = None) -> Any:
+    """``config.json``'s ``key`` as a positive ``kind``; the error names the field."""
+    value = config.get(key, default)
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or isinstance(value, bool) or not number > 0:
+        got = "missing" if value is None else repr(value)
+        raise GgufConversionError(f"config.json: field {key!r} is {got}; a positive number")
+    return number
 
 
 def _write(hf_dir: Path, output: Path) -> None:
@@ -124,22 +159,25 @@ def _write(hf_dir: Path, output: Path) -> None:
 
 
 def _head_dim(config: dict[str, Any]) -> int:
-    return int(config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"])
+    if config.get("head_dim"):
+        return int(_num(config, "head_dim"))
+    return int(_num(config, "hidden_size") // _num(config, "num_attention_heads"))
 
 
 def _add_hparams(writer: Any, config: dict[str, Any]) -> None:
-    writer.add_context_length(int(config.get("max_position_embeddings", 2048)))
-    writer.add_embedding_length(int(config["hidden_size"]))
-    writer.add_block_count(int(config["num_hidden_layers"]))
-    writer.add_feed_forward_length(int(config["intermediate_size"]))
-    writer.add_head_count(int(config["num_attention_heads"]))
-    writer.add_head_count_kv(int(config.get("num_key_value_heads", config["num_attention_heads"])))
-    writer.add_layer_norm_rms_eps(float(config.get("rms_norm_eps", 1e-5)))
-    writer.add_rope_freq_base(float(config.get("rope_theta", 10000.0)))
+    heads = _num(config, "num_attention_heads")
+    writer.add_context_length(_num(config, "max_position_embeddings", default=2048))
+    writer.add_embedding_length(_num(config, "hidden_size"))
+    writer.add_block_count(_num(config, "num_hidden_layers"))
+    writer.add_feed_forward_length(_num(config, "intermediate_size"))
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(_num(config, "num_key_value_heads", default=heads))
+    writer.add_layer_norm_rms_eps(_num(config, "rms_norm_eps", float, 1e-5))
+    writer.add_rope_freq_base(_num(config, "rope_theta", float, 10000.0))
     writer.add_rope_dimension_count(_head_dim(config))
     writer.add_key_length(_head_dim(config))
     writer.add_value_length(_head_dim(config))
-    writer.add_vocab_size(int(config["vocab_size"]))
+    writer.add_vocab_size(_num(config, "vocab_size"))
 
 
 def _merges(model: dict[str, Any]) -> list[str]:
@@ -155,10 +193,12 @@ def _add_tokenizer(
         raise GgufConversionError(
             f"tokenizer.json: model type {model.get('type')!r}; only byte-level BPE is converted"
         )
+    if not isinstance(model.get("vocab"), dict):
+        raise GgufConversionError("tokenizer.json: field model.vocab is missing or not a mapping")
     vocab: dict[str, int] = dict(model["vocab"])
     special = {t["content"]: t["id"] for t in tokenizer.get("added_tokens", []) if t.get("special")}
     vocab.update(special)
-    size = int(config["vocab_size"])
+    size = _num(config, "vocab_size")
     tokens = [f"[PAD{i}]" for i in range(size)]
     types = [TOKEN_CONTROL] * size  # ids the tokenizer never produces stay unused
     for text, token_id in vocab.items():
@@ -228,7 +268,11 @@ def _tensors(hf_dir: Path, config: dict[str, Any]) -> list[tuple[str, Any]]:
     n_head = int(config["num_attention_heads"])
     n_kv = int(config.get("num_key_value_heads", n_head))
     out = []
-    for hf_name, tensor in sorted(load_file(str(hf_dir / "model.safetensors")).items()):
+    try:
+        weights = load_file(str(hf_dir / "model.safetensors"))
+    except Exception as exc:  # safetensors raises its own SafetensorError (no common base)
+        raise GgufConversionError(f"model.safetensors: not readable ({exc})") from None
+    for hf_name, tensor in sorted(weights.items()):
         array = np.ascontiguousarray(tensor, dtype=np.float32)
         if hf_name.endswith("self_attn.q_proj.weight"):
             array = _permute_rope(array, n_head)

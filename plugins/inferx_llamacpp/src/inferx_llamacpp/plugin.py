@@ -29,6 +29,13 @@ The command follows llama-server's own ``--help``::
   per GPU as a deployment instead), and so is tp/pp on a machine without GPUs.
 - ``engine_args`` become flags (``{n-gpu-layers: 99}`` -> ``--n-gpu-layers
   99``; true is a switch, false leaves it out); ``extra_argv`` is appended.
+  Neither may set a flag the plugin sets, in any spelling (``-c 99``,
+  ``--ctx_size``, ``-c99``: :mod:`inferx_llamacpp.flags`).
+- ``speculative:`` becomes ``--spec-type`` and its flags, or is refused with
+  the reason (:mod:`inferx_llamacpp.speculative`).
+- the model file and the context are checked when the plan is made
+  (:mod:`inferx_llamacpp.model_checks`): a missing, empty or non-GGUF file, or
+  a context past llama-server's C int, is an error naming the field.
 - prompt tokens are counted by llama-server's own ``/tokenize`` (``{content,
   add_special}`` -> ``{tokens}``; :data:`TOKENIZE`).
 """
@@ -56,22 +63,13 @@ from inferx_core import (
 )
 from inferx_llamacpp import argv_check
 from inferx_llamacpp.engine_paths import BINARY_NAME, find_binary, model_cache_dir
+from inferx_llamacpp.flags import check_user_flags, engine_arg_flag
+from inferx_llamacpp.model_checks import check_gguf_file, context_size
+from inferx_llamacpp.speculative import speculative_argv
 
 ENGINE = "llamacpp"
 #: llama-server's own default when asked for "auto" slots.
 DEFAULT_SLOTS = 4
-#: Flags the plugin sets from named config fields; engine_args may not set them.
-RESERVED = {
-    "--model": "model",
-    "--host": "host",
-    "--port": "port",
-    "--alias": "served_model_name",
-    "--parallel": "max_num_seqs",
-    "--ctx-size": "max_model_len",
-    "--cache-prompt": "prefix_caching",
-    "--split-mode": "parallelism.tp / parallelism.pp",
-    "--no-cache-prompt": "prefix_caching",
-}
 
 
 @hookimpl
@@ -105,27 +103,34 @@ def slots_for(server: ServerConfig, load: LoadProfile | None) -> int:
     return DEFAULT_SLOTS
 
 
-def model_file(model: str) -> str:
-    """The GGUF llama-server loads: the model itself, or its conversion from a HF directory."""
+def model_file(server: ServerConfig) -> str:
+    """The GGUF llama-server loads: the model itself (checked when this machine runs it), or
+    its conversion from a HF directory."""
     from inferx_llamacpp.gguf_model import convert, gguf_path_for, is_hf_llama
 
-    path = Path(model).expanduser()
+    path = Path(server.model).expanduser()
+    if server.image:  # the path is the container's: nothing here to check
+        return server.model
     if path.is_dir() and is_hf_llama(path):
         return str(convert(path, gguf_path_for(path, model_cache_dir())))
-    return model
+    check_gguf_file(server.model, "model")
+    return server.model
 
 
 def engine_args_argv(server: ServerConfig) -> list[str]:
+    check_user_flags(server)  # engine_args and extra_argv: no flag the plugin sets itself
     argv: list[str] = []
     for key, value in server.engine_args.items():
-        flag = "--" + key.replace("_", "-").removeprefix("--")
-        if flag in RESERVED:
-            raise UserFacingError(
-                f"engine_args.{key}: llama-server's {flag} is set from the config field "
-                f"{RESERVED[flag]}; set that instead"
-            )
-        set_flag(argv, flag, value)
+        set_flag(argv, engine_arg_flag(key), value)
     return argv
+
+
+def spec_argv(server: ServerConfig) -> list[str]:
+    """``speculative:`` as llama-server flags; its draft model checked like the model."""
+    spec = server.speculative
+    if spec is not None and spec.draft_model and not server.image:
+        check_gguf_file(spec.draft_model, "speculative.draft_model")
+    return speculative_argv(server)
 
 
 def split_argv(server: ServerConfig, platform: Platform | None) -> list[str]:
@@ -170,11 +175,11 @@ def build_argv(
     binary = find_binary()
     executable = list(server.executable or [str(binary) if binary else BINARY_NAME])
     slots = slots_for(server, load)
-    argv = [*executable, "--model", model_file(server.model)]
+    argv = [*executable, "--model", model_file(server)]
     argv += ["--host", server.host, "--port", str(server.port), "--alias", server.name_served]
     argv += ["--parallel", str(slots), "--cont-batching"]
     if server.max_model_len is not None:
-        argv += ["--ctx-size", str(server.max_model_len * slots), "--no-kv-unified"]
+        argv += ["--ctx-size", str(context_size(server.max_model_len, slots)), "--no-kv-unified"]
     else:
         argv += ["--ctx-size", "0", "--kv-unified"]
     argv += split_argv(server, platform)
@@ -183,6 +188,7 @@ def build_argv(
         argv.append("--cache-prompt")
     else:
         argv += ["--no-cache-prompt", "--cache-ram", "0"]
+    argv += spec_argv(server)
     argv += engine_args_argv(server)
     return [*argv, *server.extra_argv]
 

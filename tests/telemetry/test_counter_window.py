@@ -76,3 +76,28 @@ def test_readings_all_on_one_side_of_the_window_give_none() -> None:
 def test_a_window_reaching_past_the_last_reading_takes_the_last_value() -> None:
     rows = [(0, {KEY: 0.0}), (10, {KEY: 4.0})]
     assert counter_increase(rows, KEY, 5, 50) == 2.0
+
+
+def test_a_drop_is_a_reset_and_the_pieces_are_summed() -> None:
+    """Prometheus' increase(): 0 -> 100, restart, 0 -> 40 is an increase of 140, not 40."""
+    rows = [(0, {KEY: 0.0}), (10, {KEY: 100.0}), (11, {KEY: 0.0}), (20, {KEY: 40.0})]
+    assert counter_increase(rows, KEY, 0, 20) == 140.0
+    backwards = [(0, {KEY: 200.0}), (10, {KEY: 161.0})]  # end minus start: -39
+    assert counter_increase(backwards, KEY, 0, 10) == 161.0
+
+
+@given(
+    values=st.lists(
+        st.one_of(st.floats(-1e308, 1e308, allow_nan=False), st.just(float("nan"))),
+        min_size=2,
+        max_size=30,
+    ),
+    start=st.integers(0, 300),
+    length=st.integers(1, 300),
+)
+def test_whatever_the_readings_the_increase_is_finite_and_never_negative(
+    values: list[float], start: int, length: int
+) -> None:
+    rows = [(k * 10, {KEY: v}) for k, v in enumerate(values)]
+    got = counter_increase(rows, KEY, start, start + length)
+    assert got is None or (got >= 0 and got == got and got != float("inf"))

@@ -9,6 +9,12 @@ invalidates the point when the relative distance exceeds
 ``acceptance_tolerance``; a run that asked for speculation and whose engine
 made no drafts in the window is invalid too (it did not speculate). Without a
 golden value, or without acceptance figures, the check only marks, saying why.
+
+Impossible figures fail it, golden value or not: the window is bounded again with
+the run's own ``num_speculative_tokens`` (:func:`bound_speculative`; length in
+[1, k + 1], at most k positions), and any figure out of its bounds (an acceptance
+rate of 167%, a length of 6.0 with k = 3, an SGLang length of -3.5 or 1e308)
+invalidates the point: the engine's counters cannot be trusted.
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ from typing import Any
 
 from inferx_core.config.speculative import SpeculativeConfig
 from inferx_core.metrics.validity import ValidityCheck
+from inferx_core.telemetry.spec_bounds import bound_spec_window
 
-__all__ = ["acceptance_check", "golden_comparison"]
+__all__ = ["acceptance_check", "bound_speculative", "golden_comparison"]
 
 NAME = "spec_acceptance"
 
@@ -62,6 +69,29 @@ def _seen(measured: float | None, rate: float | None) -> str:
     return seen + (f", acceptance rate {rate:.1%}" if rate is not None else "")
 
 
+def _impossible(out_of_bounds: Mapping[str, str]) -> ValidityCheck:
+    figures = "; ".join(f"{name} {why}" for name, why in out_of_bounds.items())
+    return ValidityCheck(
+        name=NAME,
+        value=None,
+        limit=None,
+        passed=False,
+        why=f"impossible speculative-decoding figures ({figures}): the engine's counters "
+        "contradict each other, so no acceptance is reported",
+    )
+
+
+def bound_speculative(
+    engine_metrics: Mapping[str, Any], spec: SpeculativeConfig | None
+) -> dict[str, Any]:
+    """``engine_metrics`` with its ``spec_decode`` window bounded by the run's own
+    ``num_speculative_tokens`` (impossible figures None, with the reason)."""
+    window = engine_metrics.get("spec_decode")
+    if spec is None or not isinstance(window, Mapping):
+        return dict(engine_metrics)
+    return {**engine_metrics, "spec_decode": bound_spec_window(window, spec.num_speculative_tokens)}
+
+
 def acceptance_check(
     engine_metrics: Mapping[str, Any] | None, spec: SpeculativeConfig | None
 ) -> ValidityCheck | None:
@@ -76,6 +106,9 @@ def acceptance_check(
             "gave no speculative-decoding figures (the engine plugin names none, or the "
             "engine did not enable it): acceptance not measured",
         )
+    window = bound_spec_window(window, spec.num_speculative_tokens)
+    if window["out_of_bounds"]:
+        return _impossible(window["out_of_bounds"])
     measured = window.get("mean_acceptance_length")
     if window.get("source") == "counters" and not window.get("drafts"):
         return ValidityCheck(name=NAME, value=0.0, limit=None, passed=False, why=_NOT_SPECULATING)

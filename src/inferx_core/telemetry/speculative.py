@@ -17,6 +17,13 @@ derives, vLLM's own definitions (``vllm/v1/spec_decode/metrics.py``):
 An engine that publishes only a mean acceptance length gauge (SGLang's
 ``sglang:spec_accept_length``) gives the mean of its readings in the window
 as the acceptance length (its source says so); nothing else is derived from it.
+
+Counters are read as Prometheus reads them (a drop is a reset,
+:func:`inferx_core.telemetry.window.counter_increase`); a series the exposition
+repeats with the same labels counts once (two DP engines' series, told apart by
+their labels, are summed); every figure is then held to its bounds
+(:mod:`inferx_core.telemetry.spec_bounds`): an impossible one is None, named with
+its reason in ``out_of_bounds``.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from inferx_core.sdk.probes import EngineMetricsMap
+from inferx_core.telemetry.spec_bounds import bound_spec_window
 
 __all__ = [
     "COUNTERS",
@@ -55,13 +63,15 @@ def _families(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
     """Family -> (labels, value) of its plain samples."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    out: dict[str, dict[tuple[tuple[str, str], ...], tuple[dict[str, str], float]]] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name.endswith(("_created", "_bucket")):
                 continue
-            out.setdefault(family.name, []).append((dict(sample.labels), float(sample.value)))
-    return out
+            # the same series twice (same labels) is one series, never two to sum
+            series = tuple(sorted(sample.labels.items()))
+            out.setdefault(family.name, {})[series] = (dict(sample.labels), float(sample.value))
+    return {name: list(series.values()) for name, series in out.items()}
 
 
 def _lookup(
@@ -120,38 +130,44 @@ def _positions(metrics: Mapping[str, Mapping[str, Any]], drafts: float) -> list[
 
 def _from_gauge(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
     gauge = metrics.get(GAUGE_KEY) or {}
-    mean = gauge.get("mean")
     if not gauge.get("samples"):
         return None
-    return {
+    window = {
         "source": "accept_length_gauge",
         "acceptance_rate": None,
-        "mean_acceptance_length": mean,
+        "mean_acceptance_length": gauge.get("mean"),
         "acceptance_per_position": [],
         "drafts": None,
         "draft_tokens": None,
         "accepted_tokens": None,
+        "readings": {"min": gauge.get("min"), "max": gauge.get("max")},
         "why": "the engine publishes only a mean acceptance length: this is the mean of its "
         f"{gauge['samples']} readings in the window (no rate, no per-position figures)",
     }
+    if gauge.get("mean") is None and gauge.get("why"):
+        window["out_of_bounds"] = {"mean_acceptance_length": gauge["why"]}
+    return bound_spec_window(window)
 
 
 def spec_decode_window(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
     """Acceptance over the window from the counters' increases (``summarize_prefix``'s
-    ``engine.`` stats); None when the engine reported no speculative decoding at all."""
+    ``engine.`` stats), each figure within its bounds; None when the engine reported no
+    speculative decoding at all."""
     drafts = _increase(metrics, COUNTERS["spec_decode_drafts"])
     draft_tokens = _increase(metrics, COUNTERS["spec_decode_draft_tokens"])
     accepted = _increase(metrics, COUNTERS["spec_decode_accepted_tokens"])
     if drafts is None or accepted is None:
         return _from_gauge(metrics)
     why = None if drafts > 0 else "no drafts in the window: speculative decoding did not run"
-    return {
-        "source": "counters",
-        "acceptance_rate": accepted / draft_tokens if draft_tokens else None,
-        "mean_acceptance_length": 1.0 + accepted / drafts if drafts > 0 else None,
-        "acceptance_per_position": _positions(metrics, drafts),
-        "drafts": drafts,
-        "draft_tokens": draft_tokens,
-        "accepted_tokens": accepted,
-        "why": why,
-    }
+    return bound_spec_window(
+        {
+            "source": "counters",
+            "acceptance_rate": accepted / draft_tokens if draft_tokens else None,
+            "mean_acceptance_length": 1.0 + accepted / drafts if drafts > 0 else None,
+            "acceptance_per_position": _positions(metrics, drafts),
+            "drafts": drafts,
+            "draft_tokens": draft_tokens,
+            "accepted_tokens": accepted,
+            "why": why,
+        }
+    )

@@ -1,8 +1,15 @@
-"""Per-window statistics of telemetry series (host load, engine /metrics, GPU readings)."""
+"""Per-window statistics of telemetry series (host load, engine /metrics, GPU readings).
+
+Nothing a scrape returns can make a result unwritable: readings that are not
+finite numbers (an engine's ``NaN``, ``+Inf``) are left out and counted, and a
+statistic that overflows (two gauges of 1e308 have no finite mean) is None with
+the reason under ``why``, never ``inf`` in the file.
+"""
 
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -13,17 +20,25 @@ from inferx_core.telemetry.speculative import spec_decode_window
 Row = tuple[int, dict[str, float | None]]
 
 
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def window_values(rows: Iterable[Row], key: str, start_ns: int, end_ns: int) -> list[float]:
+    """The finite readings of ``key`` inside the window."""
     return [
-        float(values[key])
+        float(values[key])  # type: ignore[arg-type]
         for t_ns, values in rows
-        if start_ns <= t_ns <= end_ns and values.get(key) is not None
+        if start_ns <= t_ns <= end_ns and _finite(values.get(key))
     ]
 
 
 def counter_increase(rows: Iterable[Row], key: str, start_ns: int, end_ns: int) -> float | None:
-    """A counter's increase over [start_ns, end_ns], from the readings around each edge.
+    """A counter's increase over [start_ns, end_ns], as Prometheus' ``increase()`` reads it.
 
+    A drop between two readings is a reset (the engine restarted, its counters from 0):
+    the piece after it counts from 0, and the pieces are summed, so the increase is
+    never negative and a restart mid-run does not cancel what came before it.
     The value at an edge is interpolated linearly between the last reading before it
     and the first after it (the rate between two readings is taken as even, as the
     energy integral does), or is the nearest reading where the series does not reach
@@ -31,13 +46,30 @@ def counter_increase(rows: Iterable[Row], key: str, start_ns: int, end_ns: int) 
     increase -- the readings inside it alone (last minus first) missed the traffic
     between the window's start and its first reading, and had no increase at all
     with fewer than two readings inside (a 0.17 s llama.cpp point at 0.1 s had two).
-    None unless the readings reach into the window from both sides.
+    None unless the readings reach into the window from both sides, or when the
+    increase is not a finite number.
     """
-    points = [(t_ns, float(v[key])) for t_ns, v in rows if v.get(key) is not None]
-    points.sort(key=lambda point: point[0])
+    readings = [(t_ns, float(v[key])) for t_ns, v in rows if _finite(v.get(key))]  # type: ignore[arg-type]
+    points = _reset_adjusted(sorted(readings, key=lambda point: point[0]))
     if len(points) < 2 or points[0][0] >= end_ns or points[-1][0] <= start_ns:
         return None  # every reading on one side of the window: nothing measured inside
-    return _value_at(points, end_ns) - _value_at(points, start_ns)
+    increase = _value_at(points, end_ns) - _value_at(points, start_ns)
+    return increase if math.isfinite(increase) else None
+
+
+def _reset_adjusted(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The counter as if it had never reset: each drop adds the new reading (counted
+    from 0), each rise its difference, so the series never falls."""
+    out: list[tuple[int, float]] = []
+    total = 0.0
+    for i, (t_ns, value) in enumerate(points):
+        if i == 0:
+            total = value
+        else:
+            previous = points[i - 1][1]
+            total += value - previous if value >= previous else max(value, 0.0)
+        out.append((t_ns, total))
+    return out
 
 
 def _value_at(points: list[tuple[int, float]], t_ns: int) -> float:
@@ -51,17 +83,29 @@ def _value_at(points: list[tuple[int, float]], t_ns: int) -> float:
     return v0 + (v1 - v0) * (t_ns - t0) / (t1 - t0) if t1 > t0 else v1
 
 
-def stats(values: list[float]) -> dict[str, float | None]:
-    if not values:
+def stats(values: list[float]) -> dict[str, Any]:
+    """Mean, median, min, max of the finite ``values``; a statistic that overflows is None
+    and ``why`` says so."""
+    finite = [v for v in values if _finite(v)]
+    if not finite:
         return {"mean": None, "median": None, "min": None, "max": None, "samples": 0}
-    arr = np.asarray(values, dtype=float)
-    return {
-        "mean": float(arr.mean()),
-        "median": float(np.median(arr)),
-        "min": float(arr.min()),
-        "max": float(arr.max()),
-        "samples": len(values),
-    }
+    arr = np.asarray(finite, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out: dict[str, Any] = {
+            "mean": float(arr.mean()),
+            "median": float(np.median(arr)),
+            "min": float(arr.min()),
+            "max": float(arr.max()),
+        }
+    overflowed = [k for k, v in out.items() if not math.isfinite(v)]
+    for k in overflowed:
+        out[k] = None
+    out["samples"] = len(finite)
+    if overflowed:
+        out["why"] = (
+            f"{', '.join(overflowed)}: not a finite number (readings up to {max(finite):g})"
+        )
+    return out
 
 
 def summarize_prefix(
@@ -100,9 +144,8 @@ def _hit_rate(metrics: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     queries = (metrics.get("prefix_cache_queries_total") or {}).get("increase")
     if hits is None or queries is None:
         return None
-    return {
-        "value": hits / queries if queries > 0 else None,
-        "hits_tokens": hits,
-        "queried_tokens": queries,
-        "why": None if queries > 0 else "no prefix-cache lookups in the window",
-    }
+    value = hits / queries if queries > 0 else None
+    why = None if queries > 0 else "no prefix-cache lookups in the window"
+    if value is not None and not 0.0 <= value <= 1.0:  # more hits than lookups: not a rate
+        value, why = None, f"out of bounds: {hits:g} hits of {queries:g} looked-up tokens"
+    return {"value": value, "hits_tokens": hits, "queried_tokens": queries, "why": why}

@@ -249,7 +249,7 @@ class SSETestServer:
         self.knobs = dataclasses.replace(knobs or ServerKnobs(), **kw)
         self.requests = 0
         self.connections = 0
-        self.spec = SpecCounters()  # vLLM's spec_decode counters on /metrics
+        self.spec = SpecCounters(self.knobs.spec_tokens)  # vLLM's spec_decode counters
         self.peak_active = 0  # the most generations that ran at once
         self._active = 0
         self._waiting: collections.deque[ScriptedStream] = collections.deque()

@@ -17,12 +17,14 @@ __all__ = ["SpecCounters"]
 class SpecCounters:
     """``vllm:spec_decode_*`` counters, incremented by streams, rendered for ``/metrics``."""
 
-    def __init__(self) -> None:
+    def __init__(self, spec_tokens: int = 0) -> None:
         self._lock = threading.Lock()
         self.drafts = 0
         self.draft_tokens = 0
         self.accepted = 0
-        self.per_position: list[int] = []
+        # vLLM publishes every position's counter from its start, at 0: a series that
+        # appeared only with its first accepted token would miss what came before it.
+        self.per_position: list[int] = [0] * spec_tokens
 
     def step(self, spec_tokens: int, chunk_tokens: int) -> None:
         accepted = max(min(chunk_tokens - 1, spec_tokens), 0)

@@ -97,6 +97,7 @@ if TYPE_CHECKING:  # the public names: each imported on first use (_lazy.attach)
     )
     from inferx_core.sdk.roles import RoleContext
     from inferx_core.sdk.sampler import Sampler, SamplerUnavailable
+    from inferx_core.sdk.server_timing_api import ServerTiming
     from inferx_core.sdk.tokenize_api import TokenizeEndpoint
     from inferx_core.telemetry.device import (
         MIB,

@@ -40,6 +40,7 @@ from inferx_core.sdk.platform import Accelerator, Platform
 from inferx_core.sdk.probes import EngineMetricsMap, ReadinessProbe
 from inferx_core.sdk.roles import RoleContext
 from inferx_core.sdk.sampler import Sampler
+from inferx_core.sdk.server_timing_api import ServerTiming
 from inferx_core.sdk.tokenize_api import TokenizeEndpoint
 
 DOCS = Path(__file__).parents[2] / "docs"
@@ -302,6 +303,10 @@ def _check_tokenize(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
     assert _all_of(answer, TokenizeEndpoint) and answer
 
 
+def _check_server_timing(answer: Any, args: dict[str, Any], tmp_path: Path) -> None:
+    assert isinstance(answer, ServerTiming) and answer.paths()
+
+
 # What each hook's answer must be; a hook not listed here is only called.
 _ANSWER_CHECKS: dict[str, Callable[[Any, dict[str, Any], Path], None]] = {
     "inferx_register_engines": _check_engines,
@@ -312,6 +317,7 @@ _ANSWER_CHECKS: dict[str, Callable[[Any, dict[str, Any], Path], None]] = {
     "inferx_engine_metrics": _check_metrics,
     "inferx_engine_check_argv": _check_argv_verdict,
     "inferx_engine_tokenize_endpoints": _check_tokenize,
+    "inferx_engine_server_timing": _check_server_timing,
     "inferx_telemetry_samplers": _check_samplers,
     "inferx_container_fixes": _check_fixes,
     "inferx_launchers": _check_launchers,

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from inferx_core.sdk.probes import EngineMetricsMap, ReadinessProbe
     from inferx_core.sdk.roles import RoleContext
     from inferx_core.sdk.sampler import Sampler
+    from inferx_core.sdk.server_timing_api import ServerTiming
     from inferx_core.sdk.tokenize_api import TokenizeEndpoint
 
 #: Hooks about one engine: the core calls them only on the plugin that
@@ -52,6 +53,7 @@ ENGINE_HOOKS = frozenset(
         "inferx_engine_role_spec",
         "inferx_engine_check_argv",
         "inferx_engine_tokenize_endpoints",
+        "inferx_engine_server_timing",
     }
 )
 
@@ -197,6 +199,33 @@ def inferx_engine_tokenize_endpoints(server: ServerConfig | None) -> list[Tokeni
     workload's tokenizer file, else estimates (and says so).
     Implement: engine plugins whose server has a tokenize route (inferx-vllm,
     inferx-sglang, inferx-llamacpp); the core assumes no engine's format.
+    """
+
+
+@hookspec(firstresult=True)
+def inferx_engine_server_timing(server: ServerConfig) -> ServerTiming | None:
+    """Describe where the engine's replies carry its own per-request timing.
+
+    When: once per server session, before its load is sent (a run's launched
+    server, and ``inferx bench --engine``'s external one): the stream decoder
+    keeps the reply fields named, reads the figures (queue, server TTFT,
+    decode, speculative counts, cached tokens) into every per-request record,
+    and adds ``request_body`` to every request. Not asked when the engine is
+    not known.
+    Params:
+        server: the server configuration (its ``args`` say whether the flags
+        the engine needs were given).
+    Returns: a :class:`~inferx_core.sdk.server_timing_api.ServerTiming`, or
+    None when the engine reports nothing per request (or cannot with these
+    ``args``).
+    Combine: firstresult; asked only of the plugin that registered
+    ``server.engine``. Without an answer the records' server figures are
+    null with the reason "the engine's plugin describes no per-request
+    timing".
+    Implement: engine plugins whose server reports per-request timing or
+    speculative counts in its replies (inferx-vllm, inferx-llamacpp,
+    inferx-sglang). The flags that turn the reporting on belong in the
+    plugin's launch spec too, so launched servers have them by default.
     """
 
 

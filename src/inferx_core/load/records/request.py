@@ -72,6 +72,17 @@ class RequestRecord:
     turn: int | None = None
     stage: int | None = None
     worker: int | None = None
+    # Joining with the server's logs: the ``X-Request-Id`` this client sent, the
+    # ``X-Request-Id`` the server echoed (when it does), and the reply's own ``id``.
+    client_request_id: str | None = None
+    server_request_id: str | None = None
+    response_id: str | None = None
+    # The engine's own view (hook ``inferx_engine_server_timing``): the reply fields it
+    # names, kept as the server gave them; the figures read from them (durations in
+    # ms on the server's clock, counts); and, per figure that is null, the reason.
+    server_fields: dict[str, Any] | None = None
+    server_figures: dict[str, float | int | None] | None = None
+    server_problems: dict[str, str] | None = None
     # Multi-turn sessions: the reply's text pieces, captured by the stream decoder
     # only when this is a list (the next turn's prompt needs the reply); never written.
     reply_parts: list[str] | None = None

@@ -30,11 +30,16 @@ import errno
 import ssl as _ssl
 from collections.abc import Mapping
 from time import perf_counter_ns
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.transport.connection import RETRY, Connection
+from inferx_core.load.transport.server_clock import ServerClock, request_id_prefix
 from inferx_core.load.transport.sse import DEFAULT_MAX_SSE_LINE_BYTES
+
+if TYPE_CHECKING:
+    from inferx_core.sdk.server_timing_api import ServerTiming
 
 #: Errors that are the client's: out of file descriptors, buffers or local ports.
 CLIENT_RESOURCE_ERRNOS = frozenset(
@@ -56,7 +61,10 @@ class ConnectionPool:
     its response ended cleanly, so the number of connections follows the
     number of requests in flight. ``base_url`` is ``http://host:port`` or
     ``https://...``, optionally with a path prefix that request paths are
-    appended to.
+    appended to. ``server_timing``: where the engine's replies carry its own
+    per-request clock (hook ``inferx_engine_server_timing``); its request
+    fields go into every body. Every request carries its own ``X-Request-Id``
+    (this pool's random prefix and the record's id), kept on the record.
     """
 
     def __init__(
@@ -67,6 +75,7 @@ class ConnectionPool:
         connect_timeout_s: float = 10.0,
         ssl_context: _ssl.SSLContext | None = None,
         max_idle: int = 4096,
+        server_timing: ServerTiming | None = None,
     ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -95,6 +104,8 @@ class ConnectionPool:
         self._fixed_headers = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
         self.connect_timeout_s = connect_timeout_s
         self.max_idle = max_idle
+        self.clock = ServerClock(server_timing) if server_timing is not None else None
+        self.id_prefix = request_id_prefix()
         # One receive buffer for all connections: asyncio fills it and the
         # connection copies the bytes out before the next read can happen.
         self._read_buffer = memoryview(bytearray(_READ_SIZE))
@@ -103,8 +114,14 @@ class ConnectionPool:
         self.connections_opened = 0
         self._closed = False
 
-    def request_bytes(self, path: str, payload: bytes) -> bytes:
-        """The full request (head and body) for a POST of ``payload`` to ``path``."""
+    def request_bytes(self, path: str, payload: bytes, request_id: str | None = None) -> bytes:
+        """The full request (head and body) for a POST of ``payload`` to ``path``, with
+        ``X-Request-Id: request_id`` when given (and the clock's fields in the body)."""
+        if self.clock is not None:
+            payload = self.clock.add_to_body(payload)
+        id_header = (
+            b"X-Request-Id: " + request_id.encode("latin-1") + b"\r\n" if request_id else b""
+        )
         return b"".join(
             (
                 b"POST ",
@@ -112,12 +129,18 @@ class ConnectionPool:
                 path.encode(),
                 b" HTTP/1.1\r\n",
                 self._fixed_headers,
+                id_header,
                 b"Content-Length: ",
                 str(len(payload)).encode(),
                 b"\r\n\r\n",
                 payload,
             )
         )
+
+    def request_for(self, path: str, payload: bytes, record: RequestRecord) -> bytes:
+        """:meth:`request_bytes` with the record's own ``X-Request-Id`` (kept on the record)."""
+        record.client_request_id = f"{self.id_prefix}-{record.request_id}"
+        return self.request_bytes(path, payload, record.client_request_id)
 
     async def _acquire(self, timeout_s: float, *, fresh: bool = False) -> Connection:
         """An idle connection, or a new one; always new with ``fresh`` (a retry: the idle
@@ -134,7 +157,7 @@ class ConnectionPool:
         loop = asyncio.get_running_loop()
         _, conn = await asyncio.wait_for(
             loop.create_connection(
-                lambda: Connection(self._read_buffer, self._forget),
+                lambda: Connection(self._read_buffer, self._forget, self.clock),
                 self.host,
                 self.port,
                 ssl=self._ssl,
@@ -200,7 +223,7 @@ async def send_streaming_request(
     longest SSE line. Never raises, except ``CancelledError`` (record ``cancelled``)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
-    request = pool.request_bytes(path, payload)
+    request = pool.request_for(path, payload, record)
     for attempt in (0, 1):
         conn: Connection | None = None
         guard: _TokenGuard | None = None

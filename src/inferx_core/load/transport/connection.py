@@ -18,6 +18,7 @@ from time import perf_counter_ns
 from inferx_core.load.records.request import ErrorKind, RequestRecord
 from inferx_core.load.transport.http_chunks import CHUNKED_STATE, ChunkedBody
 from inferx_core.load.transport.http_reply import parse_headers, parse_status_line, unusable_reply
+from inferx_core.load.transport.server_clock import ServerClock
 from inferx_core.load.transport.sse import DEFAULT_MAX_SSE_LINE_BYTES, DONE, FAILED, StreamDecoder
 
 __all__ = ["RETRY", "SETTLED", "Connection"]
@@ -54,10 +55,17 @@ class Connection(asyncio.BufferedProtocol, ChunkedBody):
     do per chunk (~17 us here); ``recv_into`` a reused buffer does not.
     """
 
-    def __init__(self, read_buffer: memoryview, forget: Callable[[Connection], None]) -> None:
-        # The pool's shared receive buffer, and how to tell the pool this connection is gone.
+    def __init__(
+        self,
+        read_buffer: memoryview,
+        forget: Callable[[Connection], None],
+        clock: ServerClock | None = None,
+    ) -> None:
+        # The pool's shared receive buffer, how to tell the pool this connection is gone,
+        # and where the engine's replies carry its own per-request clock (None: nowhere).
         self._rbuf = read_buffer
         self._forget = forget
+        self._clock = clock
         self.transport: asyncio.Transport | None = None
         self.alive = True
         self.reused = False
@@ -382,11 +390,12 @@ class Connection(asyncio.BufferedProtocol, ChunkedBody):
         rec = self._record
         assert rec is not None
         rec.status_code = status
+        rec.server_request_id = headers.get("x-request-id")
         conn_hdr = headers.get("connection", "").lower()
         self._keep_alive = version == "HTTP/1.1" and "close" not in conn_hdr
         self._content_type = headers.get("content-type", "")
         if status == 200 and "event-stream" in self._content_type:
-            self._decoder = StreamDecoder(rec, self._max_line)
+            self._decoder = StreamDecoder(rec, self._max_line, self._clock)
         if "chunked" in headers.get("transfer-encoding", "").lower():
             self._state = _CHUNKED
             self._chunk_rem = 0

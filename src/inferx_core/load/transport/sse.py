@@ -20,7 +20,8 @@ the standard library; identical records with each).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.transport.chunks import (
@@ -38,6 +39,7 @@ from inferx_core.load.transport.chunks import (
     struct_is_content,
     struct_is_reasoning_only,
     struct_reply_text,
+    typed_decoder,
 )
 from inferx_core.load.transport.sse_parser import (
     DEFAULT_MAX_SSE_LINE_BYTES,
@@ -46,6 +48,9 @@ from inferx_core.load.transport.sse_parser import (
     SSEParser,
 )
 from inferx_core.load.transport.usage import usage_disagreement, usage_value_problem
+
+if TYPE_CHECKING:
+    from inferx_core.load.transport.server_clock import ServerClock
 
 __all__ = [
     "CONTINUE",
@@ -124,14 +129,22 @@ class StreamDecoder:
     chunk in them gets that time. Usage is taken from whichever event
     carries it (last one wins); when every content chunk carries cumulative
     ``completion_tokens`` (vLLM ``continuous_usage_stats``), per-chunk token
-    counts go to ``record.chunk_tokens``.
+    counts go to ``record.chunk_tokens``. With a ``clock`` (the engine's own
+    per-request fields), the top-level fields it names are kept as the last
+    chunk carrying each gave them, and read into the record at ``finish``;
+    the reply's ``id`` goes to ``record.response_id`` either way.
     """
 
     __slots__ = (
         "_chunk_tokens",
+        "_clock",
+        "_decode",
         "_events",
+        "_kept",
+        "_keys",
         "_last_ct",
         "_reasoning_ct",
+        "_typed",
         "done",
         "failed",
         "parser",
@@ -139,7 +152,10 @@ class StreamDecoder:
     )
 
     def __init__(
-        self, record: RequestRecord, max_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES
+        self,
+        record: RequestRecord,
+        max_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
+        clock: ServerClock | None = None,
     ) -> None:
         self.record = record
         self.parser = SSEParser(max_line_bytes)
@@ -149,6 +165,12 @@ class StreamDecoder:
         self._last_ct = 0
         self._reasoning_ct = 0  # reasoning chunks' tokens by per-chunk usage
         self._events = 0
+        self._clock = clock
+        self._keys: tuple[str, ...] = clock.keys if clock is not None else ()
+        self._kept: dict[str, Any] = {}
+        # The backend chosen now; with kept fields, its structs decode them too.
+        self._typed = _typed
+        self._decode = (typed_decoder(self._keys) if _typed and self._keys else None) or _decode
 
     def feed(self, data: bytes, t_ns: int) -> int:
         """Consume body bytes that arrived at ``t_ns``; return CONTINUE/DONE/FAILED."""
@@ -156,7 +178,9 @@ class StreamDecoder:
             return FAILED if self.failed else DONE
         payloads = self.parser.whole_data_events(data)
         if payloads is not None:  # the hot path
-            return self._on_structs(payloads, t_ns) if _typed else self._on_dicts(payloads, t_ns)
+            if self._typed:
+                return self._on_structs(payloads, t_ns)
+            return self._on_dicts(payloads, t_ns)
         try:
             events = self.parser.feed(data)
         except SSELineTooLong as exc:
@@ -180,6 +204,8 @@ class StreamDecoder:
     def finish(self) -> None:
         """Final bookkeeping once the response is over (successful or not)."""
         rec = self.record
+        if self._clock is not None:
+            self._clock.read(rec, self._kept)
         if self._chunk_tokens and len(self._chunk_tokens) == len(rec.chunk_ns):
             rec.chunk_tokens = self._chunk_tokens
             if rec.reasoning_chunks:
@@ -217,7 +243,7 @@ class StreamDecoder:
 
     def _on_dicts(self, payloads: list[bytes], t_ns: int) -> int:
         """Events decoded into dicts (json); what that refuses goes to ``_on_event``."""
-        decode = _decode
+        decode = self._decode
         for raw in payloads:
             try:
                 obj = decode(raw)
@@ -237,6 +263,7 @@ class StreamDecoder:
         if obj.get("error") is not None or obj.get("object") == "error":
             return self._fail("stream_error", f"error in stream: {error_message(obj)}")
         rec = self.record
+        self._keep(obj.get("id"), obj.get)
         usage = obj.get("usage")
         if usage and type(usage) is dict:
             ct = usage.get("completion_tokens")
@@ -261,7 +288,7 @@ class StreamDecoder:
         A chunk the structs refuse (invalid, an unexpected field type) or an
         error payload goes to ``_on_event``, which decides and words the error.
         """
-        decode = _decode
+        decode = self._decode
         rec = self.record
         for raw in payloads:
             try:
@@ -274,6 +301,7 @@ class StreamDecoder:
                     return status
                 continue
             self._events += 1
+            self._keep(obj.id, obj.__getattribute__)
             usage = obj.usage
             if usage and type(usage) is dict:
                 ct = usage.get("completion_tokens")
@@ -290,6 +318,14 @@ class StreamDecoder:
             if usage is not None and (why := _record_usage(rec, usage, ct)):
                 return self._fail("usage", why)
         return CONTINUE
+
+    def _keep(self, rid: Any, get: Callable[[str], Any]) -> None:
+        """The reply's first ``id``, and the engine's fields this chunk carries."""
+        if self.record.response_id is None and type(rid) is str:
+            self.record.response_id = rid
+        for key in self._keys:
+            if (value := get(key)) is not None:
+                self._kept[key] = value
 
     def _on_content(self, sent: Any, ct: Any, t_ns: int, reasoning: bool) -> None:
         rec = self.record

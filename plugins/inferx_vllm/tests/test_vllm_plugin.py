@@ -60,6 +60,8 @@ def test_tp8_h200_argv() -> None:
         "--no-enable-prefix-caching",
         "--kv-cache-dtype",
         "fp8",
+        "--enable-per-request-metrics",  # the engine's own clock (inferx_vllm.server_timing)
+        "--enable-request-id-headers",
     ]
     assert spec.gpu_ids == tuple(range(8))
 

@@ -17,10 +17,11 @@ from inferx_core import (
     ReadinessProbe,
     RoleContext,
     ServerConfig,
+    ServerTiming,
     TokenizeEndpoint,
     hookimpl,
 )
-from inferx_vllm import argv_check, launch, roles
+from inferx_vllm import argv_check, launch, roles, server_timing
 
 
 @hookimpl
@@ -30,7 +31,7 @@ def inferx_register_engines() -> list[EngineInfo]:
 
 @hookimpl
 def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
-    return launch.launch_spec(server, platform)
+    return launch.server_spec(server, platform)
 
 
 @hookimpl
@@ -61,3 +62,9 @@ def inferx_engine_role_spec(
 def inferx_engine_tokenize_endpoints() -> list[TokenizeEndpoint]:
     """vLLM's ``/tokenize`` and ``/detokenize`` (see :data:`inferx_vllm.launch.TOKENIZE`)."""
     return launch.tokenize_endpoints()
+
+
+@hookimpl
+def inferx_engine_server_timing(server: ServerConfig) -> ServerTiming | None:
+    """vLLM's per-request ``metrics`` (see :mod:`inferx_vllm.server_timing`)."""
+    return server_timing.server_timing(server)

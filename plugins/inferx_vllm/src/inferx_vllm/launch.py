@@ -7,7 +7,8 @@ start from :func:`launch_spec`.
 The command follows vLLM's own docs and the public benchmark recipes:
 ``vllm serve MODEL --tensor-parallel-size N [--data-parallel-size N
 --enable-expert-parallel] --max-num-seqs --gpu-memory-utilization
---max-model-len --no-enable-prefix-caching [--kv-cache-dtype fp8]``.
+--max-model-len --no-enable-prefix-caching [--kv-cache-dtype fp8]
+--enable-per-request-metrics --enable-request-id-headers``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from inferx_core import (
     port_free_wait,
     tiny_completion_probe,
 )
+from inferx_vllm.server_timing import server_timing_argv
 from inferx_vllm.speculative import speculative_argv
 
 ENGINE = "vllm"
@@ -136,6 +138,14 @@ def launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
         preflight=(port_free_wait(server.port),),
         labels={"engine": ENGINE, "model": server.model},
     )
+
+
+def server_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
+    """The single server InferX launches: :func:`launch_spec` with the engine's own
+    per-request clock and the ``X-Request-Id`` echo switched on (inferx_vllm.server_timing).
+    A deployment's processes start from :func:`launch_spec` and stay as they were."""
+    spec = launch_spec(server, platform)
+    return spec.with_args(*server_timing_argv(server))
 
 
 def readiness_probes(spec: LaunchSpec | None) -> list[ReadinessProbe]:

@@ -65,6 +65,7 @@ from inferx_llamacpp import argv_check
 from inferx_llamacpp.engine_paths import BINARY_NAME, find_binary, model_cache_dir
 from inferx_llamacpp.flags import check_user_flags, engine_arg_flag
 from inferx_llamacpp.model_checks import check_gguf_file, context_size
+from inferx_llamacpp.server_timing import inferx_engine_server_timing  # noqa: F401 (a hook)
 from inferx_llamacpp.speculative import speculative_argv
 
 ENGINE = "llamacpp"

@@ -17,10 +17,11 @@ from inferx_core import (
     ReadinessProbe,
     RoleContext,
     ServerConfig,
+    ServerTiming,
     TokenizeEndpoint,
     hookimpl,
 )
-from inferx_sglang import argv_check, launch, roles
+from inferx_sglang import argv_check, launch, roles, server_timing
 
 
 @hookimpl
@@ -62,3 +63,9 @@ def inferx_engine_role_spec(
 def inferx_engine_tokenize_endpoints() -> list[TokenizeEndpoint]:
     """SGLang's ``/tokenize`` and ``/v1/tokenize`` (see :data:`inferx_sglang.launch.TOKENIZE`)."""
     return launch.tokenize_endpoints()
+
+
+@hookimpl
+def inferx_engine_server_timing() -> ServerTiming:
+    """SGLang's per-request speculative and cache details (:mod:`inferx_sglang.server_timing`)."""
+    return server_timing.SERVER_TIMING

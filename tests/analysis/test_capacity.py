@@ -20,7 +20,7 @@ import pytest
 
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.cli.app import main
-from inferx_core.config.search import SearchConfig
+from inferx_core.config.slo import SloTarget
 from inferx_core.report import write_report
 from inferx_core.report.search import search_rows
 from inferx_core.results.read import load_results
@@ -88,7 +88,7 @@ def test_with_the_result_files_a_point_is_judged_on_its_request_records(
     folders: dict[str, Path],
 ) -> None:
     loaded = load_results([folders["sweep"]])
-    slo = SearchConfig(over="concurrency", slo={"ttft_ms": 50})
+    slo = SloTarget(limits={"ttft_ms": 50})
     exact = search_rows([], loaded.results, paths=loaded.paths, slos=[slo])
     [row] = exact
     assert (row["capacity"], row["source"]) == (5, "sweep points")
@@ -119,7 +119,7 @@ def test_imported_inferencex_points_are_ranked_beside_the_search(
 
 def test_a_sweep_that_never_fails_is_above_its_highest_point(folders: dict[str, Path]) -> None:
     loaded = load_results([folders["sweep"]])
-    slo = SearchConfig(over="concurrency", slo={"ttft_ms": 5000})
+    slo = SloTarget(limits={"ttft_ms": 5000})
     [row] = search_rows([], loaded.results, slos=[slo])
     assert (row["status"], row["capacity"]) == ("above_max", 8)
     assert "every point passes, up to c8" in row["reason"]
@@ -131,7 +131,10 @@ def test_inferx_report_slo_judges_a_sweep_without_any_search(
     out = tmp_path / "r"
     argv = ["report", str(folders["sweep"]), "--output", str(out), "--no-plots"]
     assert main([*argv, "--slo", "ttft_ms=50", "--json"]) == 0
-    capsys.readouterr()
+    printed = json.loads(capsys.readouterr().out)  # the buyer's table comes along
+    [row] = printed["capacity_at_slo"]
+    assert (row["source"], row["status"], row["capacity"]) == ("sweep points", "found", 5)
+    assert len(printed["rows"]) == len(LEVELS.split(","))
     assert main([*argv, "--slo", "ttft_ms=50"]) == 0
     assert "Capacity at SLO" in capsys.readouterr().out  # the table (wrapped to the terminal)
     page = (out / "report.html").read_text()
@@ -141,4 +144,4 @@ def test_inferx_report_slo_judges_a_sweep_without_any_search(
     with pytest.raises(SystemExit) as exited:  # argparse's usage error
         main([*argv, "--slo", "ttft_ms=0"])
     assert exited.value.code == 2
-    assert "--slo ttft_ms: 0 is too small" in capsys.readouterr().err
+    assert "SLO ttft_ms: a finite number > 0, got 0.0" in capsys.readouterr().err

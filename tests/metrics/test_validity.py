@@ -201,7 +201,7 @@ def test_invalid_fails_the_command_only_when_required() -> None:
 
 def test_every_bench_point_carries_its_verdict(tmp_path) -> None:
     from inferx_core.config.models import BenchConfig, LoadProfile, Workload
-    from inferx_core.pipeline.bench_api import run_bench
+    from inferx_core.pipeline.bench.api import run_bench
     from inferx_core.results.files import read_result
     from inferx_core.testing import ServerProcess
 
@@ -224,7 +224,7 @@ def test_every_bench_point_carries_its_verdict(tmp_path) -> None:
 
 def test_receive_lag_against_the_servers_own_stamps(tmp_path) -> None:
     from inferx_core.config.models import BenchConfig, LoadProfile, Workload
-    from inferx_core.pipeline.bench_api import run_bench
+    from inferx_core.pipeline.bench.api import run_bench
     from inferx_core.testing import ServerProcess
 
     with ServerProcess(ttft_ms=5, itl_ms=2, stamp=True) as server:
@@ -245,3 +245,51 @@ def test_receive_lag_against_the_servers_own_stamps(tmp_path) -> None:
     for r in late:
         r.server_sent_ns = [t - 30 * MS for t in r.chunk_ns]
     assert "receive_lag" in failing(verdict(late))
+
+
+def test_a_reply_cut_short_of_ignore_eos_is_a_failed_request() -> None:
+    """A shedding server answers at once with one token and finish_reason stop although
+    ignore_eos asked for 7: each such reply fails as short_reply, in the error rate."""
+    records = healthy(40)
+    for r in records:
+        r.max_tokens = 5  # each healthy reply is the 5 tokens asked
+    for r in records[:10]:
+        r.chunk_ns, r.usage_output_tokens, r.finish_reason = r.chunk_ns[:1], 1, "stop"
+    flat = summarize(records, window_start_ns=0, window_end_ns=10**12, percentiles=[50.0])
+    shed = assess(records, flat, open_loop_rate=None, client_load=None, ignore_eos=True)
+    check = next(c for c in shed.checks if c.name == "error_rate")
+    assert not check.passed and "short_reply 10" in check.why and check.value == 0.25
+    plain = assess(records, flat, open_loop_rate=None, client_load=None, ignore_eos=False)
+    assert "error_rate" not in {c.name for c in plain.failing}  # a natural stop is a reply
+
+
+def test_client_token_counts_are_checked_against_the_servers_usage() -> None:
+    records = healthy(20)
+    for r in records:
+        r.usage_prompt_tokens = 10  # the template's couple of tokens: fine
+    assert "prompt_token_cross_check" not in failing(verdict(records))
+    for r in records:  # an inflating /tokenize: 8 M client tokens for the server's 40
+        r.prompt_tokens, r.usage_prompt_tokens = 8_000_000, 40
+    v = verdict(records)
+    check = next(c for c in v.failing if c.name == "prompt_token_cross_check")
+    assert "8000000 prompt tokens, the server's usage 40" in check.why and not v.valid
+
+
+def test_reasoning_tokens_larger_than_the_whole_reply_fail_the_usage_check() -> None:
+    records = healthy(20)
+    records[3].usage_reasoning_tokens = 500  # of a 5-token reply
+    v = verdict(records)
+    check = next(c for c in v.failing if c.name == "usage_cross_check")
+    assert "500 reasoning tokens of a reply of 5" in check.why
+
+
+def test_a_staged_point_that_fell_behind_its_schedule_is_invalid() -> None:
+    """A stage at 200 req/s under a cap of 2 sent far fewer, late: the same open-loop checks
+    as a plain --request-rate point, from the schedule the records carry."""
+    records = healthy(60, spacing=13 * MS)  # sent every 13 ms ...
+    for i, r in enumerate(records):
+        r.scheduled_ns, r.stage = i * 5 * MS, 0  # ... of a schedule every 5 ms
+    v = verdict(records)  # no nominal rate: a staged point
+    assert {"achieved_rate", "dispatch_lateness"} <= failing(v), failing(v)
+    plain = verdict(records, rate=200.0)
+    assert failing(plain) == failing(v)

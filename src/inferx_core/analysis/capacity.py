@@ -11,14 +11,19 @@ per server configuration and SLO:
   precision, scenario and parallelism) and load axis (closed loop: concurrency;
   open loop: rate, per concurrency cap); a group of two load levels or more is a
   sweep (a lone point, e.g. one ``inferx bench`` run beside a search, is none);
-- each point is judged as a probe would be (:func:`~inferx_core.metrics.search_verdict
-  .judge_run`): from its request records where they are on disk (the joint goodput
-  share, exactly), else, for an imported point, each per-request limit on its
-  goodput percentile (``ttft_ms<=500`` at 0.99: ``p99_ttft_ms<=500``; ``intvty`` as
-  TPOT), which a failure proves but a pass only bounds (the joint share is not known);
-- the capacity is the last passing level below the first failing one (the boundary,
-  as a search finds it), with that pass and that fail as the evidence; a higher level
-  that passes again is named in the reason, not taken.
+- each point is judged as a probe is (:func:`~inferx_core.metrics.search_judge
+  .judge_point`, the one verdict): from its request records where they are on disk (the
+  joint goodput share, exactly; replies cut short fail; a pass counts only where the
+  level was held), else, for an imported point, each per-request limit on its goodput
+  percentile (``ttft_ms<=500`` at 0.99: ``p99_ttft_ms<=500``; ``intvty`` as TPOT),
+  which a failure proves but a pass only bounds (the joint share is not known);
+- every point counts: a failed or invalid point is a fail at its level (or, when it
+  says nothing about the server, e.g. a starved client, a level not judged), and a
+  level fails when any of its points fails;
+- the capacity is the last passing level below the first level that did not pass (the
+  boundary, as a search finds it), with that pass and that fail as the evidence; a
+  level that could not be judged ends the claim there (``undetermined``); a higher
+  level that passes again is named in the reason, not taken.
 
 The answer is a :class:`~inferx_core.metrics.search_model.SearchSummary` like a
 search's, so the table shows both alike, each row marked with its source.
@@ -33,12 +38,11 @@ from typing import Any
 
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.analysis.points import build_rows, series_of
-from inferx_core.config.search import SearchConfig
+from inferx_core.config.slo import SloTarget
 from inferx_core.metrics.knee import LevelFigures, find_knee
-from inferx_core.metrics.requests import request_metrics
 from inferx_core.metrics.search import Measurement, Probe, SearchOutcome
+from inferx_core.metrics.search_judge import Level, judge_point
 from inferx_core.metrics.search_model import SearchSummary
-from inferx_core.metrics.search_verdict import judge_run
 from inferx_core.results.model import PointResultBase
 from inferx_core.results.read import read_request_records
 
@@ -64,15 +68,9 @@ class _Group:
     points: list[tuple[float, PointResultBase]]
 
 
-def constraint_of(summary: SearchSummary) -> SearchConfig:
-    """A search summary's SLO, as the config that judges a point against it."""
-    data = {"over": summary.over, "slo": dict(summary.limits), "goodput": summary.goodput_target}
-    return SearchConfig.model_validate(data)
-
-
-def _on_axis(search: SearchConfig, over: str) -> SearchConfig:
-    data = {"over": over, "slo": dict(search.slo), "goodput": search.goodput}
-    return SearchConfig.model_validate(data)
+def constraint_of(summary: SearchSummary) -> SloTarget:
+    """A search summary's SLO, as the target that judges a point against it."""
+    return SloTarget(limits=dict(summary.limits), goodput=summary.goodput_target)
 
 
 def _level(result: PointResultBase) -> tuple[str, float, Any] | None:
@@ -113,41 +111,43 @@ def _groups(results: Iterable[PointResultBase], options: CostOptions | None) -> 
     return [g for g in groups.values() if len({level for level, _ in g.points}) > 1]
 
 
-def _proxy(search: SearchConfig) -> tuple[SearchConfig | None, str]:
+def _proxy(target: SloTarget) -> tuple[SloTarget | None, str]:
     """The per-request limits as limits on their goodput percentile (no records)."""
-    pct = f"p{search.goodput * 100:g}"
-    slo = dict(search.percentile_limits())
-    for key, limit in search.per_request().items():
+    pct = f"p{target.goodput * 100:g}"
+    slo = dict(target.percentile_limits())
+    for key, limit in target.per_request().items():
         if key == "itl_ms":
             return None, "itl_ms (a request's largest gap) needs the request records"
         name, value = ("tpot_ms", 1000.0 / limit) if key == "intvty" else (key, limit)
         full = f"{pct}_{name}"
         slo[full] = min(slo.get(full, value), value)
-    proxy = SearchConfig.model_validate({"over": search.over, "slo": slo})
-    return proxy, f"{pct} per limit (no request records)"
+    return SloTarget(limits=slo), f"{pct} per limit (no request records)"
 
 
 def _judge(
-    result: PointResultBase, search: SearchConfig, path: Path | None
+    result: PointResultBase, target: SloTarget, path: Path | None, level: Level
 ) -> tuple[Measurement, str]:
     """The point's verdict and its basis: the request records, else its percentiles."""
     pid, flat = result.point_id, result.flat()
+    status, why = result.status, result.failure_reason
     records = read_request_records(path) if path is not None else None
-    if records is not None or not search.per_request():
-        metrics = [request_metrics(r) for r in records or () if not r.warmup]
-        verdict = judge_run(result.status, result.failure_reason, flat, metrics, search, pid)
-        return verdict, "request records" if search.per_request() else "reported percentiles"
-    proxy, basis = _proxy(search)
+    if records is not None or not target.per_request():
+        verdict = judge_point(status, why, flat, records, target, point_id=pid, level=level)
+        return verdict, "request records" if target.per_request() else "reported percentiles"
+    proxy, basis = _proxy(target)
     if proxy is None:
         return Measurement(None, reason=basis, point_id=pid), basis
-    return judge_run(result.status, result.failure_reason, flat, None, proxy, pid), basis
+    return judge_point(status, why, flat, None, proxy, point_id=pid), basis
 
 
 def _probe(level: float, judged: Sequence[Measurement]) -> Probe:
-    """One level from its points: it fails if any judged point fails (the stricter)."""
+    """One level from its points: it fails if any point fails (the stricter), and is not
+    judged if any point could not be (a pass there is not proven)."""
     scored = [m for m in judged if m.score is not None]
-    if not scored:
-        return Probe(level, "unknown", tuple(judged), None, None, reason=judged[0].reason)
+    failing = [m for m in scored if (m.score or 0.0) > 1.0]
+    unknown = [m for m in judged if m.score is None]
+    if unknown and not failing:
+        return Probe(level, "unknown", tuple(judged), None, None, reason=unknown[0].reason)
     worst = max(scored, key=lambda m: m.score or 0.0)
     state = "pass" if (worst.score or 0.0) <= 1.0 else "fail"
     lo, hi = min(m.score or 0.0 for m in scored), worst.score or 0.0
@@ -155,36 +155,38 @@ def _probe(level: float, judged: Sequence[Measurement]) -> Probe:
     return Probe(level, state, (worst,), worst.score, spread, binding=worst.binding)
 
 
+def _blocked(probes: list[Probe]) -> tuple[SearchOutcome | None, list[Probe]]:
+    """An outcome when no level can be claimed; else the levels up to the first one that
+    did not pass (a level not judged ends the claim: nothing above it is proven)."""
+    if not any(p.state != "unknown" for p in probes):
+        why = f"no point could be judged: {probes[0].reason if probes else 'no points'}"
+        n = len(probes)
+        return SearchOutcome("undetermined", None, None, None, tuple(probes), n, why), []
+    upto = next((i for i, p in enumerate(probes) if p.state != "pass"), len(probes))
+    return None, probes[: upto + 1]
+
+
 def _outcome(probes: list[Probe], over: str) -> SearchOutcome:
-    """The boundary: the last pass below the first fail, as a search would report it."""
-    judged = [p for p in probes if p.state != "unknown"]
-    first_fail = next((p for p in judged if p.state == "fail"), None)
-    below = [
-        p
-        for p in judged
-        if p.state == "pass" and (first_fail is None or p.level < first_fail.level)
-    ]
-    last_pass = below[-1] if below else None
+    """The boundary: the last pass below the first level that did not pass."""
     unit = "c" if over == "concurrency" else "r"
-    if not judged:
-        why = probes[0].reason if probes else "no points"
-        return SearchOutcome(
-            "undetermined",
-            None,
-            None,
-            None,
-            tuple(probes),
-            len(probes),
-            f"no point could be judged: {why}",
-        )
-    if first_fail is None:
-        status, reason = "above_max", f"every point passes, up to {unit}{judged[-1].level:g}"
+    done, walked = _blocked(probes)
+    if done is not None:
+        return done
+    stop = walked[-1] if walked[-1].state != "pass" else None
+    last_pass = next((p for p in reversed(walked) if p.state == "pass"), None)
+    first_fail = stop if stop is not None and stop.state == "fail" else None
+    if stop is None:
+        status, reason = "above_max", f"every point passes, up to {unit}{walked[-1].level:g}"
+    elif stop.state == "unknown":
+        status = "undetermined"
+        below = f"passes up to {unit}{last_pass.level:g}; " if last_pass else ""
+        reason = f"{below}undetermined above: {unit}{stop.level:g} not judged ({stop.reason})"
     elif last_pass is None:
-        status, reason = "below_min", f"fails at the lowest point {unit}{first_fail.level:g}"
+        status, reason = "below_min", f"fails at the lowest point {unit}{stop.level:g}"
     else:
         status = "found"
-        reason = f"passes at {unit}{last_pass.level:g}, fails at {unit}{first_fail.level:g}"
-    again = [p for p in judged if first_fail and p.state == "pass" and p.level > first_fail.level]
+        reason = f"passes at {unit}{last_pass.level:g}, fails at {unit}{stop.level:g}"
+    again = [p for p in probes if stop and p.state == "pass" and p.level > stop.level]
     if again:
         reason += "; passes again above it at " + ", ".join(f"{unit}{p.level:g}" for p in again)
         reason += " (not monotone: the capacity is the level below the first fail)"
@@ -208,11 +210,12 @@ def _figures(points: Sequence[tuple[float, PointResultBase]]) -> list[LevelFigur
     return out
 
 
-def _derive(group: _Group, search: SearchConfig, paths: Mapping[str, Path]) -> DerivedCapacity:
+def _derive(group: _Group, target: SloTarget, paths: Mapping[str, Path]) -> DerivedCapacity:
     by_level: dict[float, list[Measurement]] = {}
     bases: set[str] = set()
     for level, result in sorted(group.points, key=lambda p: (p[0], p[1].point_id)):
-        verdict, basis = _judge(result, search, paths.get(result.point_id))
+        at = Level(group.over, level)
+        verdict, basis = _judge(result, target, paths.get(result.point_id), at)
         by_level.setdefault(level, []).append(verdict)
         bases.add(basis)
     probes = [_probe(level, judged) for level, judged in sorted(by_level.items())]
@@ -222,7 +225,12 @@ def _derive(group: _Group, search: SearchConfig, paths: Mapping[str, Path]) -> D
     summary = SearchSummary.build(
         outcome,
         ids=(group.label, group.server_id),
-        constraint=(group.over, search.describe(), dict(search.slo), search.goodput),
+        constraint=(
+            group.over,
+            f"{group.over}, {target.describe()}",
+            dict(target.limits),
+            target.goodput,
+        ),
         at_capacity=at.flat() if at is not None else {},
         knee=find_knee(sorted(_figures(group.points), key=lambda f: f.level)),
     )
@@ -231,17 +239,12 @@ def _derive(group: _Group, search: SearchConfig, paths: Mapping[str, Path]) -> D
 
 def derived_capacities(
     results: Iterable[PointResultBase],
-    constraints: Sequence[SearchConfig],
+    constraints: Sequence[SloTarget],
     options: CostOptions | None = None,
     paths: Mapping[str, Path] | None = None,
 ) -> list[DerivedCapacity]:
-    """Each server configuration's capacity under each constraint's SLO (its own axis).
+    """Each server configuration's capacity under each target (on the group's own axis).
 
     ``paths`` (point id -> result file) lets a point be judged from its request records."""
-    out = []
     groups = _groups(results, options)
-    for constraint in constraints:
-        for group in groups:
-            search = _on_axis(constraint, group.over)
-            out.append(_derive(group, search, paths or {}))
-    return out
+    return [_derive(g, target, paths or {}) for target in constraints for g in groups]

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from inferx_core.analysis.compare import Comparison
     from inferx_core.analysis.cost import CostOptions
-    from inferx_core.config.search import SearchConfig
+    from inferx_core.config.slo import SloTarget
 
 COMPARE_HELP = """\
 Compare result set B against A. Points are matched by point id (or, when the
@@ -138,22 +138,18 @@ def register_command(sub: Any) -> None:
     p.set_defaults(handler=cmd_compare)
 
 
-def _slos(args: argparse.Namespace) -> list[SearchConfig]:
-    """``--slo``/``--goodput`` as the constraint the buyer's table judges sweeps against."""
+def _slos(args: argparse.Namespace) -> list[SloTarget]:
+    """``--slo``/``--goodput`` as the target the buyer's table judges sweeps against (on
+    each sweep's own axis); ``goodput=`` inside ``--slo`` wins over ``--goodput``."""
     from pydantic import ValidationError
 
-    from inferx_core.config.search import SearchConfig
+    from inferx_core.config.slo import SloTarget
     from inferx_core.errors import UserFacingError
 
     if not args.slo:
         return []
     try:
-        return [
-            SearchConfig.model_validate(
-                # the axis is each sweep's own (a concurrency or a rate sweep): derived per group
-                {"over": "concurrency", "slo": args.slo, "goodput": args.goodput}
-            )
-        ]
+        return [SloTarget(limits=dict(args.slo), goodput=args.goodput)]
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -205,7 +201,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         slos=_slos(args),
     )
     if args.json:
-        sys.stdout.write(json.dumps(files.rows, indent=2, default=str) + "\n")
+        # with a buyer's table (a search in the folders, or --slo) it comes along
+        out: Any = files.rows
+        if files.search:
+            out = {"rows": files.rows, "capacity_at_slo": files.search}
+        sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
         return 0
     console = _console()
     print_table(files.rows, console, title=args.title or "inferx report")

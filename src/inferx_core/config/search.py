@@ -4,40 +4,42 @@
 highest concurrency (or request rate) at which 99% of the requests meet every
 per-request limit; ``p99_ttft_ms: 800``-style keys are limits on a reported
 percentile instead, and both kinds may be mixed. The algorithm is in
-:mod:`inferx_core.metrics.search`, the driver in :mod:`inferx_core.pipeline.search`,
+:mod:`inferx_core.metrics.search`, the driver in :mod:`inferx_core.pipeline.search.driver`,
 the guarantees in ``docs/search.md``.
 """
 
 from __future__ import annotations
 
-import re
+import math
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from inferx_core.config.base import StrictModel
-from inferx_core.config.bounds import MAX_CONCURRENCY, MAX_REPEATS
+from inferx_core.config.bounds import MAX_CONCURRENCY, MAX_PROMPTS, MAX_REPEATS
+from inferx_core.config.slo import (
+    PER_REQUEST_LIMITS,
+    SLO_KEYS_HELP,
+    SloTarget,
+    check_slo_limits,
+    percentile_limit_parts,
+)
 
 __all__ = [
+    "MIN_PROMPTS_PER_SLOT",
+    "MIN_RATE_PROBE_S",
     "PER_REQUEST_LIMITS",
     "SearchConfig",
     "percentile_limit_parts",
 ]
 
-#: Per-request limits: a request is good when it meets every one given (ms, except
-#: ``intvty``: the least tokens/s one user sees, 1000 / TPOT).
-PER_REQUEST_LIMITS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "intvty")
-_PERCENTILE_LIMIT = re.compile(r"^(p\d+(?:\.\d+)?|median|mean)_(ttft|tpot|itl|e2el)_ms$")
-_KEYS_HELP = (
-    "ttft_ms, tpot_ms, itl_ms, e2el_ms, intvty (per request), goodput (their share, "
-    "default 0.99), or a percentile limit such as p99_ttft_ms, median_tpot_ms"
-)
-
-
-def percentile_limit_parts(key: str) -> tuple[str, str] | None:
-    """``p99_ttft_ms`` -> (``p99``, ``ttft``); None for any other key."""
-    match = _PERCENTILE_LIMIT.match(key)
-    return (match.group(1), match.group(2)) if match else None
+#: A concurrency probe runs at least this many prompts per slot: C slots stay full
+#: for (n - C) of its n requests, so the level is held for most of the run.
+MIN_PROMPTS_PER_SLOT = 4
+#: A rate probe runs at least this long when no TTFT/E2E limit sizes it.
+MIN_RATE_PROBE_S = 5.0
+#: ... and at most this long (a limit of minutes would ask for hours).
+MAX_RATE_PROBE_S = 600.0
 
 
 class SearchConfig(StrictModel):
@@ -47,7 +49,7 @@ class SearchConfig(StrictModel):
         description="The load axis searched: closed-loop concurrency or open-loop request rate"
     )
     slo: dict[str, float] = Field(
-        description=f"The limits, by name: {_KEYS_HELP}",
+        description=f"The limits, by name: {SLO_KEYS_HELP}",
     )
     goodput: float = Field(
         default=0.99,
@@ -82,28 +84,26 @@ class SearchConfig(StrictModel):
     max_runs: int = Field(
         default=3, ge=1, le=MAX_REPEATS, description="Runs of one probe at most (noise)"
     )
+    min_probe_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_RATE_PROBE_S,
+        description="Rate probes run at least this long (default: the largest TTFT/E2E "
+        "limit over the tolerance's share, the time a queue needs to show an overload of "
+        f"that share; at least {MIN_RATE_PROBE_S:g} s)",
+    )
 
     @field_validator("slo")
     @classmethod
     def _known_limits(cls, value: dict[str, float]) -> dict[str, float]:
-        if not value:
-            raise ValueError(f"give at least one limit: {_KEYS_HELP}")
-        for key, limit in value.items():
-            known = key == "goodput" or key in PER_REQUEST_LIMITS
-            if not known and percentile_limit_parts(key) is None:
-                raise ValueError(f"unknown SLO {key!r}; expected {_KEYS_HELP}")
-            if not (limit > 0 and limit == limit and limit != float("inf")):
-                raise ValueError(f"SLO {key}: a finite number > 0, got {limit!r}")
-        if "goodput" in value and not value["goodput"] <= 1:
-            raise ValueError("SLO goodput is a share of requests: at most 1 (e.g. 0.99)")
-        return value
+        return check_slo_limits(value)
 
     @model_validator(mode="after")
     def _levels(self) -> SearchConfig:
         if "goodput" in self.slo:  # `--slo goodput=0.95` sets the share
             self.goodput = self.slo.pop("goodput")
             if not self.slo:
-                raise ValueError(f"goodput needs per-request limits: {_KEYS_HELP}")
+                raise ValueError(f"goodput needs per-request limits: {SLO_KEYS_HELP}")
         low, high = self.lowest(), self.highest()
         if self.over == "concurrency":
             for name in ("start", "min", "max", "tolerance"):
@@ -116,21 +116,20 @@ class SearchConfig(StrictModel):
             raise ValueError(f"search: start {self.first():g} is outside [{low:g}, {high:g}]")
         return self
 
+    @property
+    def target(self) -> SloTarget:
+        """The SLO every probe is judged against (the one type every judge reads)."""
+        return SloTarget(limits=dict(self.slo), goodput=self.goodput)
+
+    # TEMPORARY: the search driver reads these until it moves to ``target`` (pipeline split)
     def per_request(self) -> dict[str, float]:
-        """The per-request limits, as given."""
-        return {k: v for k, v in self.slo.items() if k in PER_REQUEST_LIMITS}
+        return self.target.per_request()
 
     def percentile_limits(self) -> dict[str, float]:
-        """Limits on reported figures (``p99_ttft_ms``: ...)."""
-        return {k: v for k, v in self.slo.items() if percentile_limit_parts(k)}
+        return self.target.percentile_limits()
 
     def goodput_slos(self) -> dict[str, float]:
-        """The per-request limits as the result's goodput SLOs (ms; ``intvty`` as TPOT)."""
-        out = {k: v for k, v in self.per_request().items() if k != "intvty"}
-        if "intvty" in self.slo:
-            tpot = 1000.0 / self.slo["intvty"]
-            out["tpot_ms"] = min(out.get("tpot_ms", tpot), tpot)
-        return out
+        return self.target.goodput_slos()
 
     def first(self) -> float:
         return self.start if self.start is not None else max(1.0, self.lowest())
@@ -147,12 +146,26 @@ class SearchConfig(StrictModel):
 
     def describe(self) -> str:
         """One line: ``concurrency, 99% of requests: ttft_ms<=500; p99_tpot_ms<=50``."""
-        parts = []
-        if self.per_request():
-            limits = ", ".join(
-                f"{k}>={v:g}" if k == "intvty" else f"{k}<={v:g}"
-                for k, v in self.per_request().items()
-            )
-            parts.append(f"{self.goodput:.4g} of requests: {limits}")
-        parts += [f"{k}<={v:g}" for k, v in self.percentile_limits().items()]
-        return f"{self.over}, " + "; ".join(parts)
+        return f"{self.over}, {self.target.describe()}"
+
+    def probe_seconds(self, level: float) -> float:
+        """How long a rate probe at ``level`` must run to tell an overload of the tolerance:
+        arrivals a share ``e`` above what the server serves grow its queue's wait by about
+        ``e`` seconds per second, so a wait past limit ``L`` shows after ``L / e``."""
+        if self.min_probe_s is not None:
+            return self.min_probe_s
+        share = (self.tolerance / level) if self.tolerance is not None else 0.05
+        limit = self.target.latency_limit_s()
+        wanted = limit / max(share, 1e-3) if limit is not None else MIN_RATE_PROBE_S
+        return min(max(wanted, MIN_RATE_PROBE_S), MAX_RATE_PROBE_S)
+
+    def probe_prompts(self, level: float, usual: int) -> int:
+        """Measured prompts of a probe at ``level`` (``usual``: what the load would run):
+        concurrency, at least :data:`MIN_PROMPTS_PER_SLOT` per slot; rate, at least
+        :meth:`probe_seconds` of arrivals. At most ``MAX_PROMPTS`` (a longer probe is
+        judged as not held or too short, and says so)."""
+        if self.over == "concurrency":
+            need = MIN_PROMPTS_PER_SLOT * int(level)
+        else:
+            need = math.ceil(level * self.probe_seconds(level)) if math.isfinite(level) else usual
+        return min(max(usual, need), MAX_PROMPTS)

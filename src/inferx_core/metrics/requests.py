@@ -111,3 +111,25 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
         itl_per_token_ms=per_token,
         max_itl_ms=max(gaps_ns) / _NS_PER_MS if gaps_ns else None,
     )
+
+
+def short_reply(rec: RequestRecord, ignore_eos: bool) -> str | None:
+    """Why an answered request is not the reply that was asked, else None: under
+    ``ignore_eos`` a stop on its own (``finish_reason: stop``) or fewer tokens than
+    ``max_tokens``; without it, a ``length`` stop short of ``max_tokens``. Counts are
+    the server's (usage or per-chunk); one token per chunk is only a lower bound and
+    convicts nothing. A shedding server answers fast with one token: such a reply is
+    a failed request (kind ``short_reply``) for the SLO and the validity verdict."""
+    if not rec.ok or rec.max_tokens <= 0:
+        return None
+    if ignore_eos and rec.finish_reason == "stop":
+        return (
+            f"request {rec.request_id} stopped (finish_reason stop) although ignore_eos was "
+            f"sent for {rec.max_tokens} tokens"
+        )
+    tokens, source = _output_tokens(rec)
+    if source == "chunk_count" or tokens >= rec.max_tokens:
+        return None
+    if ignore_eos or rec.finish_reason == "length":
+        return f"request {rec.request_id} got {tokens} of the {rec.max_tokens} tokens asked"
+    return None

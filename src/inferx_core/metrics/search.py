@@ -48,6 +48,7 @@ class Measurement:
     binding: str | None = None
     reason: str | None = None  # why it could not be judged (score None)
     point_id: str | None = None
+    note: str | None = None  # why its verdict is uncertain (a probe too short to tell)
 
 
 @dataclass(frozen=True)
@@ -192,14 +193,16 @@ def _judge(level: float, runs: list[Measurement], band: float) -> Probe:
     low, high = min(scores), max(scores)
     straddles = low <= 1 < high
     alone_near = len(scores) == 1 and abs(median - 1) <= band
+    notes = "; ".join(dict.fromkeys(r.note for r in runs if r.note))
     return Probe(
         level,
         "pass" if median <= 1 else "fail",
         tuple(runs),
         median,
         (low, high),
-        uncertain=straddles or alone_near,
+        uncertain=straddles or alone_near or bool(notes),
         binding=chosen.binding,
+        reason=notes or None,
     )
 
 

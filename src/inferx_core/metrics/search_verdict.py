@@ -7,8 +7,14 @@ meet every limit exactly when the ``g``-quantile of the ratios (the
 ``ceil(g n)``-th smallest) is <= 1, so that quantile is the score: a
 continuous figure whose distance from 1 is how close the verdict was.
 Percentile limits (``p99_ttft_ms``) score the reported figure over its limit.
-A point that is not ``ok`` (invalid: a starved client, too many errors; failed;
-interrupted) is never scored: its reason is the answer.
+
+Every point counts (docs/search.md, "how a claim is made"): a point that is
+``invalid`` for the server's doing (too many failed requests, usage that lies) or
+``failed`` with nothing completed is a **fail** at its level, never a skip. Only
+what says nothing about the server's capacity is left unjudged (score None, with
+the reason): a client that could not keep up (the other validity checks), an
+interrupted run, a server that stopped answering (every request refused or reset),
+a level that was not held (:mod:`~inferx_core.metrics.search_held`).
 """
 
 from __future__ import annotations
@@ -16,11 +22,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from inferx_core.config.search import SearchConfig
+from inferx_core.config.slo import SloTarget
 from inferx_core.metrics.requests import RequestMetrics
 from inferx_core.metrics.search import Measurement
 
-__all__ = ["judge_run", "request_ratio"]
+__all__ = ["SERVER_FAULTS", "judge_run", "request_ratio"]
+
+#: Failing validity checks that are the server's doing: such a point fails its level.
+SERVER_FAULTS: tuple[str, ...] = ("error_rate", "usage_cross_check", "short_replies")
+#: A failed point whose requests all completed nothing: a fail (not a stopped server).
+NOTHING_COMPLETED = "no request completed"
 
 
 def _value(m: RequestMetrics, key: str) -> float:
@@ -63,22 +74,19 @@ def judge_run(
     failure_reason: str | None,
     flat: Mapping[str, object],
     requests: Sequence[RequestMetrics] | None,
-    search: SearchConfig,
+    target: SloTarget,
     point_id: str | None = None,
 ) -> Measurement:
-    """The run's score against ``search.slo``, or why it cannot be judged."""
+    """The run's score against ``target``, or why it cannot be judged."""
     if status != "ok":
-        why = failure_reason or status
-        return Measurement(
-            None, reason=why if why.startswith(status) else f"{status}: {why}", point_id=point_id
-        )
+        return _not_ok(status, failure_reason, flat, point_id)
     scores: list[tuple[float, str]] = []
-    limits = search.per_request()
+    limits = target.per_request()
     if limits:
         if not requests:
             return Measurement(None, reason="no measured requests to judge", point_id=point_id)
-        scores.append(_goodput_score(requests, limits, search.goodput))
-    for key, limit in search.percentile_limits().items():
+        scores.append(_goodput_score(requests, limits, target.goodput))
+    for key, limit in target.percentile_limits().items():
         value = flat.get(key)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             why = f"{key} is not reported (add its percentile to `percentiles:`)"
@@ -86,3 +94,25 @@ def judge_run(
         scores.append((float(value) / limit, key))
     score, binding = max(scores, key=lambda s: s[0])
     return Measurement(score, binding, point_id=point_id)
+
+
+def _server_faults(failure_reason: str | None, flat: Mapping[str, object]) -> list[str]:
+    """The failing validity checks that are the server's (by name, else from the reason)."""
+    failing = flat.get("validity_failing")
+    if isinstance(failing, list):
+        return [str(n) for n in failing if n in SERVER_FAULTS]
+    return [n for n in SERVER_FAULTS if n in (failure_reason or "")]
+
+
+def _not_ok(
+    status: str, failure_reason: str | None, flat: Mapping[str, object], point_id: str | None
+) -> Measurement:
+    """A point that is not ``ok``: a fail when the server is answerable for it, else why not."""
+    why = failure_reason or status
+    why = why if why.startswith(status) else f"{status}: {why}"
+    faults = _server_faults(failure_reason, flat) if status == "invalid" else []
+    if faults:
+        return Measurement(math.inf, f"invalid ({', '.join(faults)})", point_id=point_id)
+    if status == "failed" and NOTHING_COMPLETED in (failure_reason or ""):
+        return Measurement(math.inf, "errors (nothing completed)", point_id=point_id)
+    return Measurement(None, reason=why, point_id=point_id)

@@ -20,6 +20,7 @@ from inferx_core.config.validity import ValidityLimits
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.schedule.client_load import ClientLoad, WorkerLoad
 from inferx_core.load.transport.usage import usage_disagreement
+from inferx_core.metrics.requests import short_reply
 from inferx_core.metrics.schedule import ScheduleKeeping, schedule_keeping
 from inferx_core.metrics.stats import percentile_word
 
@@ -69,17 +70,25 @@ def _client_resources(records: Sequence[RequestRecord]) -> ValidityCheck:
     return _check("client_resources", float(len(mine)), 0.0, not mine, why)
 
 
-def _error_rate(records: Sequence[RequestRecord], limit: float) -> ValidityCheck:
+def _failure_kind(rec: RequestRecord, ignore_eos: bool) -> str | None:
+    """The request's failure kind; an answered reply cut short of what was asked fails
+    as ``short_reply`` (a shedding server's one-token ``stop``)."""
+    if not rec.ok:
+        return str(rec.error_kind or "no_content")
+    return "short_reply" if short_reply(rec, ignore_eos) else None
+
+
+def _error_rate(
+    records: Sequence[RequestRecord], limit: float, ignore_eos: bool = False
+) -> ValidityCheck:
     """Failures the server is answerable for (the client's own are their own check)."""
     records = [r for r in records if r.error_kind != "client_resource"]
     total = len(records)
-    failed = [r for r in records if not r.ok]
+    failed = [k for r in records if (k := _failure_kind(r, ignore_eos))]
     rate = len(failed) / total if total else 0.0
     kinds: dict[str, int] = {}
-    for r in failed:
-        kinds[str(r.error_kind or "no_content")] = (
-            kinds.get(str(r.error_kind or "no_content"), 0) + 1
-        )
+    for kind in failed:
+        kinds[kind] = kinds.get(kind, 0) + 1
     by_kind = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "none"
     why = f"{len(failed)} of {total} requests failed ({by_kind}); limit {limit:.0%}"
     return _check("error_rate", rate, limit, rate <= limit, why)
@@ -165,19 +174,28 @@ def _nominal_rate(records: Sequence[RequestRecord], target_rate: float, limits: 
     )
 
 
+def _slowest_stage(records: Sequence[RequestRecord]) -> ScheduleKeeping | None:
+    """The schedule keeping of the stage that kept its schedule worst (one stage: all)."""
+    stages: dict[int | None, list[RequestRecord]] = {}
+    for r in records:
+        stages.setdefault(r.stage, []).append(r)
+    kept = [k for group in stages.values() if (k := schedule_keeping(group)) is not None]
+    return min(kept, key=lambda k: k.rate_ratio, default=None)
+
+
 def _achieved_rate(
-    records: Sequence[RequestRecord], target_rate: float, limits: ValidityLimits
+    records: Sequence[RequestRecord], target_rate: float | None, limits: ValidityLimits
 ) -> ValidityCheck | None:
-    """The client against the schedule it was given, not against the nominal rate."""
-    keeping = schedule_keeping(records)
+    """The client against the schedule it was given (each stage's), not the nominal rate."""
+    keeping = _slowest_stage(records)
     if keeping is None:
-        return _nominal_rate(records, target_rate, limits)
+        return None if target_rate is None else _nominal_rate(records, target_rate, limits)
     allowance = limits.max_dispatch_lateness_p99_ms
     behind = keeping.fell_behind(limits.min_rate_ratio, allowance)
+    nominal = "" if target_rate is None else f"; nominal {target_rate:g}"
     why = (
         f"sent {keeping.achieved_rate:.1f} req/s of the {keeping.scheduled_rate:.1f} its drawn "
-        f"schedule of {keeping.arrivals} arrivals asked for ({keeping.rate_ratio:.0%}; nominal "
-        f"{target_rate:g})"
+        f"schedule of {keeping.arrivals} arrivals asked for ({keeping.rate_ratio:.0%}{nominal})"
     )
     if behind:
         why += (
@@ -189,7 +207,7 @@ def _achieved_rate(
 
 
 def _open_loop(
-    records: Sequence[RequestRecord], target_rate: float, limits: ValidityLimits
+    records: Sequence[RequestRecord], target_rate: float | None, limits: ValidityLimits
 ) -> list[ValidityCheck]:
     checks = []
     rate = _achieved_rate(records, target_rate, limits)
@@ -238,12 +256,21 @@ def _receive_lag(ok: Sequence[RequestRecord], limit_ms: float) -> ValidityCheck 
 
 def suspicious_usage(rec: RequestRecord, max_per_chunk: float) -> str | None:
     """Why a request's reported token counts cannot be right, else None: the stream's own
-    usage check (both ways, types included) and the verdict's per-chunk ceiling."""
+    usage check (both ways, types included), the verdict's per-chunk ceiling, and
+    reasoning tokens that outnumber the whole reply."""
     if rec.error_kind == "usage":  # the decoder refused it already: the point says so too
         error = rec.error or ""
         named = error.startswith(f"request {rec.request_id}:")  # the stream's check names it
         return error if named else f"request {rec.request_id}: {error}"
-    return usage_disagreement(rec, max_per_chunk) if rec.ok else None
+    if not rec.ok:
+        return None
+    reasoning, whole = rec.usage_reasoning_tokens, rec.usage_output_tokens
+    if type(reasoning) is int and type(whole) is int and reasoning > whole:
+        return (
+            f"request {rec.request_id}: usage says {reasoning} reasoning tokens of a reply of "
+            f"{whole} completion tokens (reasoning is part of the reply)"
+        )
+    return usage_disagreement(rec, max_per_chunk)
 
 
 def _usage(records: Sequence[RequestRecord], limits: ValidityLimits) -> ValidityCheck:
@@ -251,6 +278,40 @@ def _usage(records: Sequence[RequestRecord], limits: ValidityLimits) -> Validity
     shown = "; ".join(bad[:3]) + (f"; {len(bad) - 3} more" if len(bad) > 3 else "")
     why = shown or "usage agrees with max_tokens and the chunks streamed, both ways"
     return _check("usage_cross_check", float(len(bad)), 0.0, not bad, why)
+
+
+#: The client's prompt count against the server's usage.prompt_tokens: a template or a
+#: BOS token moves it by some tokens; a count off by this factor and by more than
+#: PROMPT_MISS_TOKENS is a different prompt or a tokenizer that lies (an inflating
+#: /tokenize gave 8 M client tokens for a server's 40).
+PROMPT_MISS_FACTOR = 8.0
+PROMPT_MISS_TOKENS = 64
+
+
+def _prompt_miss(rec: RequestRecord) -> str | None:
+    server, client = rec.usage_prompt_tokens, rec.prompt_tokens
+    if rec.turn or type(server) is not int or server <= 0 or client <= 0:
+        return None  # a later turn's history is counted by each side its own way
+    far = max(client / server, server / client) > PROMPT_MISS_FACTOR
+    if far and abs(client - server) > PROMPT_MISS_TOKENS:
+        return (
+            f"request {rec.request_id}: the client counted {client} prompt tokens, the "
+            f"server's usage {server}"
+        )
+    return None
+
+
+def _prompt_tokens(records: Sequence[RequestRecord]) -> ValidityCheck:
+    """The input tokens every throughput adds, against the server's own count."""
+    bad = [w for r in records if (w := _prompt_miss(r))]
+    shown = "; ".join(bad[:3]) + (f"; {len(bad) - 3} more" if len(bad) > 3 else "")
+    why = (
+        f"{shown}: more than {PROMPT_MISS_FACTOR:g}x apart, so input throughputs are wrong "
+        "(check the token counter: `tokenizer:`, the server's /tokenize)"
+        if bad
+        else "the client's prompt token counts agree with the server's usage"
+    )
+    return _check("prompt_token_cross_check", float(len(bad)), 0.0, not bad, why)
 
 
 def _more_workers(load: ClientLoad) -> str:
@@ -371,21 +432,27 @@ def assess(
     client_load: ClientLoad | None,
     limits: ValidityLimits | None = None,
     extra_checks: Sequence[ValidityCheck | None] = (),
+    ignore_eos: bool = False,
 ) -> Validity:
     """Every check over the measured ``records`` and their metrics ``flat``, plus
     ``extra_checks`` made elsewhere (e.g. ``metrics.speculative.acceptance_check``;
-    None entries are skipped)."""
+    None entries are skipped). ``ignore_eos``: the requests asked for every token
+    (a reply that stops short fails). The open-loop checks run for every point whose
+    requests carry a schedule (a rate, a stage, a trace, multi-turn arrivals)."""
     limits = limits or ValidityLimits()
     measured = [r for r in records if not r.warmup]
     ok = [r for r in measured if r.ok]
     checks = [
-        _error_rate(measured, limits.max_error_rate),
+        _error_rate(measured, limits.max_error_rate, ignore_eos),
         _client_resources(measured),
         _usage(measured, limits),
+        _prompt_tokens(measured),
     ]
     gaps = sum(max(len(r.chunk_ns) - 1, 0) for r in ok)
     checks += list(_coalescing(flat, ok, gaps, limits))
-    if open_loop_rate is not None and math.isfinite(open_loop_rate):
+    if open_loop_rate is None and any(r.scheduled_ns is not None for r in measured):
+        checks += _open_loop(measured, None, limits)  # stages, sessions: their schedule
+    elif open_loop_rate is not None and math.isfinite(open_loop_rate):  # inf: all at once
         checks += _open_loop(measured, open_loop_rate, limits)
     if client_load is not None:
         checks += _client(client_load, measured, limits)

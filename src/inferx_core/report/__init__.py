@@ -29,7 +29,7 @@ from typing import Any
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.analysis.points import build_rows
 from inferx_core.config.points import slug
-from inferx_core.config.search import SearchConfig
+from inferx_core.config.slo import SloTarget
 from inferx_core.report import html as html_page
 from inferx_core.report.accuracy import accuracy_rows, add_accuracy, write_accuracy_csv
 from inferx_core.report.search import search_rows
@@ -211,7 +211,7 @@ def write_report(
     title: str | None = None,
     plots: bool = True,
     timelines: bool = True,
-    slos: Sequence[SearchConfig] = (),
+    slos: Sequence[SloTarget] = (),
 ) -> ReportFiles:
     """Read the results under ``paths`` and write the report into ``output``.
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from inferx_core.analysis.capacity import constraint_of, derived_capacities
 from inferx_core.analysis.cost import CostOptions, cost_fields
-from inferx_core.config.search import SearchConfig
+from inferx_core.config.slo import SloTarget
 from inferx_core.metrics.search_model import SearchSummary
 from inferx_core.results.model import PointResultBase
 
@@ -77,12 +77,12 @@ def _row(
 
 
 def _constraints(
-    summaries: Sequence[SearchSummary], slos: Sequence[SearchConfig]
-) -> list[SearchConfig]:
+    summaries: Sequence[SearchSummary], slos: Sequence[SloTarget]
+) -> list[SloTarget]:
     """The distinct SLOs (limits and goodput share) of the searches, then ``slos``."""
-    out: dict[tuple[Any, ...], SearchConfig] = {}
+    out: dict[tuple[Any, ...], SloTarget] = {}
     for c in [*(constraint_of(s) for s in summaries), *slos]:
-        out.setdefault((tuple(sorted(c.slo.items())), c.goodput), c)
+        out.setdefault(c.key(), c)
     return list(out.values())
 
 
@@ -92,7 +92,7 @@ def search_rows(
     options: CostOptions | None = None,
     *,
     paths: Mapping[str, Path] | None = None,
-    slos: Sequence[SearchConfig] = (),
+    slos: Sequence[SloTarget] = (),
 ) -> list[dict[str, Any]]:
     """The summaries as rows, and under each of their SLOs (and ``slos``) the capacity of
     every other server configuration in ``results`` (a plain sweep, imported points),

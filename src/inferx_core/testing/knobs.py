@@ -6,7 +6,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["FAIL_MODES", "FailMode", "ServerKnobs", "UsageMode"]
+__all__ = [
+    "FAIL_MODES",
+    "OVERLOAD_MODES",
+    "FailMode",
+    "OverloadMode",
+    "ServerKnobs",
+    "UsageMode",
+]
 
 FailMode = Literal["http_500", "http_429", "error_mid", "drop", "malformed", "no_done", "hang"]
 FAIL_MODES: tuple[str, ...] = (
@@ -19,6 +26,11 @@ FAIL_MODES: tuple[str, ...] = (
     "hang",
 )
 UsageMode = Literal["final", "finish", "none", "continuous"]
+#: What a server at its ``max_concurrent`` does with one more request: wait for a slot
+#: (TTFT grows), refuse it (503 or 429), or shed it (one token and ``finish_reason:
+#: stop`` at once, ignoring ``ignore_eos``: fast figures for no work).
+OverloadMode = Literal["queue", "http_503", "http_429", "shed"]
+OVERLOAD_MODES: tuple[str, ...] = ("queue", "http_503", "http_429", "shed")
 
 
 @dataclass(slots=True)
@@ -59,6 +71,17 @@ class ServerKnobs:
     # A known capacity (server-wide, not per request): at most this many generations
     # run at once; the rest wait in arrival order, so their TTFT includes the wait.
     max_concurrent: int | None = None
+    overload: OverloadMode = "queue"  # what a request beyond max_concurrent gets
+    # A server that dies: after this many generation requests it closes its listener
+    # and drops every connection (a crash between or during probes).
+    die_after: int | None = None
+    # A server that drifts: each generation's TTFT grows by this much per generation
+    # started before it (a leak, a filling cache: the same level slower later).
+    drift_ms: float = 0.0
+    # A hostile /tokenize: every prompt counted this many times over, or every token
+    # id reported as this integer (ids past 64 bits).
+    tokenize_factor: int = 1
+    tokenize_id: int | None = None
     # Reasoning models (chat): the first this-many tokens stream as delta.<reasoning_field>,
     # the rest as delta.content; usage says completion_tokens_details.reasoning_tokens
     # (the reasoning tokens actually sent) unless reasoning_usage is False.

@@ -33,6 +33,17 @@ from inferx_core.testing.stream import (
 __all__ = ["SSETestServer", "ServerProtocol"]
 
 _NOT_FOUND = b'{"error":{"message":"not found","code":404}}'
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    429: "Too Many Requests",
+    503: "Service Unavailable",
+}
+_OVERLOADED = {
+    "http_503": (503, b'{"error":{"message":"scripted overload","code":503}}'),
+    "http_429": (429, b'{"error":{"message":"scripted overload","code":429}}'),
+}
 
 
 class ServerProtocol(asyncio.Protocol):
@@ -120,9 +131,7 @@ class ServerProtocol(asyncio.Protocol):
     def _simple(
         self, status: int, body: bytes, ctype: str = "application/json", extra: str = ""
     ) -> None:
-        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}.get(
-            status, "Internal Server Error"
-        )
+        reason = _REASONS.get(status, "Internal Server Error")
         conn = "" if self.keep_alive else "connection: close\r\n"
         head = (
             f"HTTP/1.1 {status} {reason}\r\ncontent-type: {ctype}\r\n"
@@ -132,6 +141,9 @@ class ServerProtocol(asyncio.Protocol):
         self.response_done()
 
     def _route(self, method: str, path: str, raw: bytes) -> None:
+        if self.server.dead:  # a dead server answers nothing
+            self.abort()
+            return
         if path == "/health":
             self._simple(200, b"", "text/plain")
             return
@@ -180,7 +192,10 @@ class ServerProtocol(asyncio.Protocol):
             if isinstance(body.get("prompt"), str)
             else messages_text(body.get("messages"))
         )
-        tokens = [zlib.crc32(w.encode()) % 32000 for w in split_words(text)]
+        k = self.server.knobs
+        tokens = [zlib.crc32(w.encode()) % 32000 for w in split_words(text)] * k.tokenize_factor
+        if k.tokenize_id is not None:
+            tokens = [k.tokenize_id] * len(tokens)
         reply = {
             "tokens": tokens,
             "count": len(tokens),
@@ -191,6 +206,13 @@ class ServerProtocol(asyncio.Protocol):
     def _generate(self, body: dict[str, Any], *, chat: bool) -> None:
         """A completions or chat request: a scripted HTTP error, a plain reply or a stream."""
         knobs = self.server.knobs.merged(body.get("x_test"))
+        if self.server.dying():
+            self.abort()
+            return
+        if knobs.drift_ms:
+            knobs = dataclasses.replace(
+                knobs, ttft_ms=knobs.ttft_ms + knobs.drift_ms * self.server.generations
+            )
         if knobs.fail == "http_500":
             err = b'{"error":{"message":"scripted internal error","type":"InternalServerError",'
             self._simple(500, err + b'"code":500}}')
@@ -204,6 +226,16 @@ class ServerProtocol(asyncio.Protocol):
             return
         if not body.get("stream"):
             self._non_streamed(knobs, body, chat)
+            return
+        if self.server.full() and knobs.overload in _OVERLOADED:
+            self._simple(*_OVERLOADED[knobs.overload])
+            return
+        if self.server.full() and knobs.overload == "shed":
+            # one token, finish_reason stop, at once, whatever ignore_eos asked
+            fast = dataclasses.replace(knobs, ttft_ms=0.0, itl_ms=0.0, fail=None)
+            self.stream = ScriptedStream(self, fast, {**body, "max_tokens": 1}, chat)
+            self.stream.finish = "stop"
+            self.stream.start()
             return
         self.stream = ScriptedStream(self, knobs, body, chat)
         self.server.admit(self.stream)
@@ -251,6 +283,8 @@ class SSETestServer:
         self.connections = 0
         self.spec = SpecCounters(self.knobs.spec_tokens)  # vLLM's spec_decode counters
         self.peak_active = 0  # the most generations that ran at once
+        self.generations = 0  # generation requests received (die_after, drift_ms)
+        self.dead = False
         self._active = 0
         self._waiting: collections.deque[ScriptedStream] = collections.deque()
         self._ids = 0
@@ -266,6 +300,22 @@ class SSETestServer:
     def next_id(self) -> int:
         self._ids += 1
         return self._ids
+
+    def full(self) -> bool:
+        """Every ``max_concurrent`` slot is taken."""
+        limit = self.knobs.max_concurrent
+        return limit is not None and self._active >= limit
+
+    def dying(self) -> bool:
+        """Count one generation request; True once ``die_after`` is passed: the server
+        then closes its listener and answers nothing more (its connections are dropped)."""
+        self.generations += 1
+        limit = self.knobs.die_after
+        if limit is not None and self.generations > limit and not self.dead:
+            self.dead = True
+            if self._server is not None:
+                self._server.close()
+        return self.dead
 
     def admit(self, stream: ScriptedStream) -> None:
         """Start ``stream`` now, or queue it while ``max_concurrent`` generations run."""

@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from inferx_core.testing.knobs import FAIL_MODES, ServerKnobs
+from inferx_core.testing.knobs import FAIL_MODES, OVERLOAD_MODES, ServerKnobs
 from inferx_core.testing.server import SSETestServer
 
 __all__ = ["FAIL_MODES", "READY_LINE", "SSETestServer", "ServerKnobs", "ServerProcess", "main"]
@@ -50,6 +50,22 @@ def _src_root() -> str:
     # .../src/inferx_core/testing/sse_server.py -> .../src, so a child
     # process finds the package even when it is not installed.
     return str(Path(__file__).resolve().parents[2])
+
+
+def _capacity_argv(k: ServerKnobs) -> list[str]:
+    """The flags of a server's known capacity, its overload, death and drift."""
+    argv = []
+    if k.max_concurrent is not None:
+        argv += ["--max-concurrent", str(k.max_concurrent), "--overload", k.overload]
+    if k.die_after is not None:
+        argv += ["--die-after", str(k.die_after)]
+    if k.drift_ms:
+        argv += ["--drift-ms", str(k.drift_ms)]
+    if k.tokenize_factor != 1:
+        argv += ["--tokenize-factor", str(k.tokenize_factor)]
+    if k.tokenize_id is not None:
+        argv += ["--tokenize-id", str(k.tokenize_id)]
+    return argv
 
 
 class ServerProcess:
@@ -104,9 +120,7 @@ class ServerProcess:
             argv.append("--hold-open")
         if k.long_line_bytes:
             argv += ["--long-line-bytes", str(k.long_line_bytes)]
-        if k.max_concurrent is not None:
-            argv += ["--max-concurrent", str(k.max_concurrent)]
-        return argv
+        return argv + _capacity_argv(k)
 
     def __enter__(self) -> ServerProcess:
         env = dict(os.environ)
@@ -171,6 +185,47 @@ def _add_hostile_flags(ap: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_capacity_flags(ap: argparse.ArgumentParser) -> None:
+    """A known capacity, what the server does past it, when it dies, how it drifts."""
+    ap.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=None,
+        help="a known capacity: at most N generations at once, the rest wait (TTFT grows)",
+    )
+    ap.add_argument(
+        "--overload",
+        choices=OVERLOAD_MODES,
+        default="queue",
+        help="past --max-concurrent: wait for a slot (queue), refuse (http_503, http_429), or "
+        "shed (one token and finish_reason stop at once, ignoring ignore_eos)",
+    )
+    ap.add_argument(
+        "--die-after",
+        type=int,
+        default=None,
+        help="after N generation requests close the listener and drop every connection",
+    )
+    ap.add_argument(
+        "--drift-ms",
+        type=float,
+        default=0.0,
+        help="each generation's TTFT grows by this much per generation started before it",
+    )
+    ap.add_argument(
+        "--tokenize-factor",
+        type=int,
+        default=1,
+        help="hostile: /tokenize counts every prompt this many times over",
+    )
+    ap.add_argument(
+        "--tokenize-id",
+        type=int,
+        default=None,
+        help="hostile: /tokenize reports every token id as this integer",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line: every ServerKnobs default, and what it prints when ready."""
     ap = argparse.ArgumentParser(
@@ -222,12 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="put the server's perf_counter_ns in each chunk (x_sent_ns, x_recv_ns)",
     )
     _add_hostile_flags(ap)
-    ap.add_argument(
-        "--max-concurrent",
-        type=int,
-        default=None,
-        help="a known capacity: at most N generations at once, the rest wait (TTFT grows)",
-    )
+    _add_capacity_flags(ap)
     ap.add_argument("--model", default="test-model", help="served model name (%(default)s)")
     ap.add_argument("--max-model-len", type=int, default=131072, help="context /v1/models reports")
     return ap
@@ -253,6 +303,11 @@ def knobs_from_args(a: argparse.Namespace) -> ServerKnobs:
         hold_open=a.hold_open,
         long_line_bytes=a.long_line_bytes,
         max_concurrent=a.max_concurrent,
+        overload=a.overload,
+        die_after=a.die_after,
+        drift_ms=a.drift_ms,
+        tokenize_factor=a.tokenize_factor,
+        tokenize_id=a.tokenize_id,
     )
 
 

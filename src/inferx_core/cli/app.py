@@ -239,6 +239,7 @@ _EXTRA_COMMAND_MODULES: tuple[str, ...] = (
     "inferx_core.cli.report",
     "inferx_core.cli.fixes",
     "inferx_core.cli.interop",
+    "inferx_core.cli.audit",
     "inferx_core.cli.eval",
     "inferx_core.cli.db",
     "inferx_core.cli.docs",

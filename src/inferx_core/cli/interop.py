@@ -97,21 +97,34 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from inferx_core.errors import UserFacingError
-    from inferx_core.interop.importers import import_file
-    from inferx_core.results.files import write_result
+    from inferx_core.interop.import_write import write_imported
+    from inferx_core.interop.importers import imported_points, read_import
 
     output = Path(args.output)
     written = 0
+    taken: set[str] = set()
     for name in args.files:
         path = Path(name)
         if not path.is_file():
-            raise UserFacingError(f"{path}: no such file (give vLLM or InferenceX JSON files)")
-        for result in import_file(path):
-            target = write_result(output, result)
-            tool = result.provenance.imported_from.tool  # type: ignore[union-attr]
-            print(f"imported {path} ({tool}) -> {target}")
+            raise UserFacingError(
+                f"{path}: no such file (give AIPerf, GuideLLM, vLLM, inference-perf or "
+                "InferenceX JSON files)"
+            )
+        for result, records in imported_points(read_import(path), path):
+            target = write_imported(output, result, records, taken)
+            imported = result.provenance.imported_from
+            tool = f"{imported.tool} {imported.version or ''}".strip() if imported else "?"
+            status = (
+                result.status
+                if result.validity is None
+                else ("valid" if result.validity.valid else f"NOT valid ({result.status})")
+            )
+            print(f"imported {path} ({tool}, {status}) -> {target}")
             written += 1
-    print(f"{written} result(s) in {output}/: `inferx report {output}` shows them")
+    print(
+        f"{written} result(s) in {output}/: `inferx report {output}` shows them, "
+        "`inferx audit` the verdicts"
+    )
     return 0
 
 
@@ -146,10 +159,14 @@ def register_command(sub: Any) -> None:
 
     p = sub.add_parser(
         "import",
-        help="vLLM bench serve results / InferenceX aggregates as InferX results",
-        description="Read vLLM `bench serve --save-result` files and InferenceX aggregate "
-        "files (agg_*.json, or collect_results.py lists) and write InferX results, so "
-        "`inferx report` and `inferx compare` put them beside InferX's own points.",
+        help="AIPerf / GuideLLM / vLLM bench serve / inference-perf / InferenceX files as "
+        "InferX results",
+        description="Read AIPerf profile_export_aiperf.json (with profile_export.jsonl beside "
+        "it), GuideLLM benchmarks.json, vLLM `bench serve --save-result` files, inference-perf "
+        "lifecycle reports and InferenceX aggregates (agg_*.json, or collect_results.py lists) "
+        "and write InferX results (per-request data as .requests.jsonl, judged by InferX's "
+        "verdict), so `inferx report` and `inferx compare` put them beside InferX's own "
+        "points. No import overwrites another: a point id already taken gets -2, -3...",
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--output", required=True, metavar="DIR", help="folder for the InferX results")

@@ -22,6 +22,10 @@ from typing import Any
 from inferx_core._version import __version__
 from inferx_core.config.parsing import ParseError
 from inferx_core.errors import UserFacingError
+from inferx_core.interop.judged import VERDICT_CHECKS, judge, summary_validity
+from inferx_core.interop.tool_formats import sniff_tool, tool_points
+from inferx_core.interop.vllm_detailed import has_detail, vllm_run
+from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.model import LATENCY_NAMES, Distribution
 from inferx_core.metrics.stats import percentile_word
 from inferx_core.results.model import PointResultBase, parse_result
@@ -30,6 +34,12 @@ from inferx_core.results.read import read_json
 _PERCENTILE_KEY = re.compile(r"^p(\d+(?:\.\d+)?)_ttft(?:_ms)?$")
 _STATS = ("mean", "median", "std")
 _IMPORTED = "not in the imported {tool} file"
+#: Why a summary-only file cannot get most of the verdict.
+_NO_DETAIL = {
+    "vllm bench serve": "a vllm bench serve file without --save-detailed has no per-request "
+    "data (re-run with --save-detailed)",
+    "InferenceX aggregate": "an InferenceX aggregate holds figures only, no requests",
+}
 
 
 def _sha256(path: Path) -> str:
@@ -143,8 +153,19 @@ def _mtime(path: Path) -> str:
     return stamp.isoformat(timespec="seconds")
 
 
+def _vllm_point(data: Mapping[str, Any], path: Path) -> Imported:
+    if not has_detail(data):
+        return import_vllm(data, path), None
+    run = vllm_run(data, path, _vllm_date(data, path))
+    run.tool_figures = {k: v for k, v in data.items() if not isinstance(v, list)}
+    return judge(run), run.records
+
+
 def import_vllm(data: Mapping[str, Any], path: Path) -> PointResultBase:
-    """A vLLM ``bench serve`` result file as an InferX result."""
+    """A vLLM ``bench serve`` result file as an InferX result: with ``--save-detailed``,
+    recomputed from its per-request lists and judged; else its own figures."""
+    if has_detail(data):
+        return _vllm_point(data, path)[0]
     percentiles = _percentiles(data)
     empty = data.get("completed") == 0  # vLLM's 0.0 statistics mean "no sample" then
     latency = _empty_latency(percentiles) | {
@@ -199,10 +220,23 @@ def _assemble(
     completed = sections["load"].get("completed")
     unknown = _unknown({k: v for k, v in sections.items() if k != "latency"})
     why = _IMPORTED.format(tool=tool)
+    load = sections["load"]
+    percentiles = sections["latency"].get("percentiles") or []
+    validity = summary_validity(
+        {"completed": completed, "failed": load.get("failed"), "percentiles": percentiles}
+    )
+    status, reason = "ok", None
+    if completed == 0:
+        status, reason = "failed", "no successful requests"
+    elif not validity.valid:
+        status, reason = "invalid", f"invalid: {validity.summary()}"
+    no_detail = _NO_DETAIL.get(tool, "the file holds figures only")
+    ran = {c.name for c in validity.checks}
     result = {
         "schema_version": 2,
-        "status": "failed" if completed == 0 else "ok",
-        "failure_reason": "no successful requests" if completed == 0 else None,
+        "status": status,
+        "failure_reason": reason,
+        "validity": validity.model_dump(),
         "identity": identity,
         "workload": sections.pop("workload", {}),
         **sections,
@@ -214,6 +248,11 @@ def _assemble(
                 "path": str(path),
                 "sha256": _sha256(path),
                 "unknown": unknown,
+                "not_judged": {
+                    name: f"{no_detail} ({fallback})"
+                    for name, fallback in VERDICT_CHECKS.items()
+                    if name not in ran
+                },
             },
         },
         "null_reasons": dict.fromkeys(unknown, why),
@@ -281,8 +320,9 @@ def _is_latency(key: str) -> bool:
     return any(key.endswith(f"_{m}") for m in (*LATENCY_NAMES, "intvty"))
 
 
-def sniff(data: Any) -> str | None:
-    """Which tool wrote ``data``: ``vllm``, ``inferencex`` or None."""
+def sniff(data: Any, path: Path | None = None) -> str | None:
+    """Which tool wrote ``data``: ``vllm``, ``inferencex``, ``aiperf``, ``guidellm``,
+    ``inference-perf`` or None."""
     rows = data if isinstance(data, list) else [data]
     if not rows or not all(isinstance(r, dict) for r in rows):
         return None
@@ -293,7 +333,7 @@ def sniff(data: Any) -> str | None:
         and "schema_version" not in rows[0]
     ):
         return "vllm"
-    return None
+    return sniff_tool(data)
 
 
 def read_import(path: Path) -> Any:
@@ -308,22 +348,35 @@ def read_import(path: Path) -> Any:
 
 
 def import_file(path: Path) -> Iterator[PointResultBase]:
-    """Every result in one vLLM or InferenceX file; a file of neither is a user error."""
+    """Every result in one file of a tool InferX reads; a file of none is a user error."""
     return import_data(read_import(path), path)
 
 
 def import_data(data: Any, path: Path) -> Iterator[PointResultBase]:
     """Every result in ``data``, read from ``path`` (see :func:`read_import`)."""
-    kind = sniff(data)
+    for result, _ in imported_points(data, path):
+        yield result
+
+
+Imported = tuple[PointResultBase, list[RequestRecord] | None]
+
+
+def imported_points(data: Any, path: Path) -> Iterator[Imported]:
+    """Every result in ``data`` with its request records (None: the file has none)."""
+    kind = sniff(data, path)
     if kind is None:
         raise UserFacingError(
-            f"{path}: neither a vLLM bench serve result (mean_ttft_ms, ...) nor an InferenceX "
-            "aggregate (hw, conc, tput_per_gpu); nothing imported"
+            f"{path}: not a file InferX imports: an AIPerf profile_export_aiperf.json, a "
+            "GuideLLM benchmarks.json, a vLLM bench serve result (mean_ttft_ms, ...), an "
+            "inference-perf report or an InferenceX aggregate (hw, conc, tput_per_gpu); "
+            "nothing imported"
         )
     if kind == "vllm":
-        yield import_vllm(data, path)
+        yield _vllm_point(data, path)
+    elif kind != "inferencex":
+        yield from tool_points(kind, data, path)
     elif isinstance(data, list):
         for i, row in enumerate(data):
-            yield import_inferencex(row, path, index=i)
+            yield import_inferencex(row, path, index=i), None
     else:
-        yield import_inferencex(data, path)
+        yield import_inferencex(data, path), None

@@ -164,11 +164,17 @@ class EngineProvenance(_Section):
 class ImportedFrom(_Section):
     """A result another tool produced, read by ``inferx import``."""
 
-    tool: Literal["vllm bench serve", "InferenceX aggregate"]
+    tool: Literal[
+        "vllm bench serve", "InferenceX aggregate", "AIPerf", "GuideLLM", "inference-perf"
+    ]
     path: str
     sha256: str
     # Figures the file does not report; they are None in this result.
     unknown: list[str] = Field(default_factory=list)
+    # The tool's version where the file names it (``inferx audit``).
+    version: str | None = None
+    # Checks of the verdict that cannot run on what the file holds -> why.
+    not_judged: dict[str, str] = Field(default_factory=dict)
 
 
 class Provenance(_Section):

@@ -1,0 +1,118 @@
+"""``vllm bench serve --save-result --save-detailed``: its per-request lists as records.
+
+vLLM's lists are parallel, one entry per request: ``start_times`` (the
+client's ``perf_counter()`` at send, seconds), ``ttfts`` and ``itls``
+(seconds; an ITL per content chunk after the first), ``latencies``,
+``input_lens``, ``output_lens`` (the server's usage where it reported one) and
+``errors`` ("" for a success). Without ``start_times`` (vLLM before 0.11) the
+requests are laid end to end from 0: latencies stay right, the in-flight
+count and the window do not, and the checks that need them say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from inferx_core.interop.tool_run import ToolRun, slug
+from inferx_core.load.records.request import RequestRecord
+
+__all__ = ["has_detail", "vllm_records", "vllm_run"]
+
+_NS = 1e9
+
+
+def has_detail(data: Mapping[str, Any]) -> bool:
+    """True when the file carries ``--save-detailed``'s per-request lists."""
+    return all(isinstance(data.get(k), list) for k in ("ttfts", "itls", "output_lens"))
+
+
+def _record(i: int, data: Mapping[str, Any], start_s: float, max_tokens: int) -> RequestRecord:
+    def at(key: str, default: Any = None) -> Any:
+        values = data.get(key) or []
+        return values[i] if i < len(values) else default
+
+    error = at("errors") or None
+    ttft, itls = at("ttfts") or 0.0, at("itls") or []
+    send = round(start_s * _NS)
+    chunks: list[int] = []
+    if not error and ttft:
+        t = send + round(ttft * _NS)
+        chunks.append(t)
+        for gap in itls:
+            t += round(gap * _NS)
+            chunks.append(t)
+    latency = at("latencies")
+    end = send + round(latency * _NS) if latency else (chunks[-1] if chunks else send)
+    usage = at("output_lens")
+    return RequestRecord(
+        request_id=i,
+        prompt_tokens=int(at("input_lens", 0) or 0),
+        max_tokens=max_tokens,
+        send_ns=send,
+        chunk_ns=chunks,
+        usage_output_tokens=int(usage) if usage and not error else None,
+        usage_prompt_tokens=at("input_lens"),
+        end_ns=max(end, chunks[-1] if chunks else end),
+        error=str(error) if error else None,
+        error_kind="stream_error" if error else None,
+    )
+
+
+def vllm_records(data: Mapping[str, Any], max_tokens: int = 0) -> list[RequestRecord]:
+    n = len(data.get("ttfts") or [])
+    starts = data.get("start_times")
+    if not isinstance(starts, list) or len(starts) != n:
+        latencies = data.get("latencies") or [0.0] * n
+        starts, t = [], 0.0
+        for latency in latencies:
+            starts.append(t)
+            t += float(latency or 0.0)
+    return [_record(i, data, float(starts[i]), max_tokens) for i in range(n)]
+
+
+def vllm_run(data: Mapping[str, Any], path: Path, date: str) -> ToolRun:
+    """The file as one run; the requested output length comes from ``--metadata``
+    (vLLM's file does not keep ``--random-output-len``) when a script put it there."""
+    asked = data.get("random_output_len") or data.get("output_len")
+    max_tokens = int(asked) if str(asked or "").isdigit() else 0
+    rate = str(data.get("request_rate", "inf"))
+    conc = data.get("max_concurrency")
+    closed = rate == "inf"
+    run = ToolRun(
+        tool="vllm bench serve",
+        version=data.get("vllm_version"),
+        path=path,
+        point_id=slug(path.stem),
+        date=date,
+        records=vllm_records(data, max_tokens),
+        mode="closed" if closed else "open",
+        concurrency=conc,
+        request_rate=None if closed else float(rate),
+        arrival=None if closed else "poisson" if data.get("burstiness") in (1, 1.0) else None,
+        requested_output_tokens=float(max_tokens) if max_tokens else None,
+        reported_requests=_reported(data),
+        model_id=data.get("model_id"),
+        sources=[path],
+        token_counts="vLLM's output_lens: the server's usage (else vLLM's own count)",
+    )
+    if not isinstance(data.get("start_times"), list):
+        run.not_judged["concurrency_reached"] = (
+            "no start_times in the file (vLLM before 0.11): when each request went out is unknown"
+        )
+    if not max_tokens:
+        run.not_judged["output_length"] = (
+            "a vLLM file does not keep --random-output-len (add --metadata random_output_len=N)"
+        )
+    run.not_judged.setdefault(
+        "dispatch_lateness", "vLLM's file has no scheduled send times, only start_times"
+    )
+    return run
+
+
+def _reported(data: Mapping[str, Any]) -> int | None:
+    completed, failed = data.get("completed"), data.get("failed")
+    if isinstance(completed, int) and isinstance(failed, int):
+        return completed + failed
+    return None

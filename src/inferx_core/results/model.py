@@ -13,8 +13,8 @@ A point result is one of four types, told apart by ``status``:
 
 Sections: ``identity`` (point, server, load level as fields), ``workload``,
 ``load`` (what was offered and what happened), ``latency``, ``throughput``
-(with goodput), ``telemetry`` (power, energy, sampled series) and
-``provenance`` (versions, target, engine, platform, config, launch, fixes).
+(with goodput), ``reasoning`` (reasoning models only), ``telemetry`` (power,
+energy, sampled series) and ``provenance`` (versions, target, engine, platform, config, launch, fixes).
 ``null_reasons`` says, by flat vLLM name, why a figure is None.
 
 :meth:`PointResultBase.flat` is the flat view with vLLM ``bench serve`` and
@@ -45,8 +45,15 @@ from pydantic import (
 )
 
 from inferx_core.evals.model import AccuracySection
+from inferx_core.metrics.anatomy import Anatomy
 from inferx_core.metrics.dimensions import StageStats, TurnStats
-from inferx_core.metrics.model import LatencyStats, PointMetrics, RequestCounts, ThroughputStats
+from inferx_core.metrics.model import (
+    LatencyStats,
+    PointMetrics,
+    ReasoningStats,
+    RequestCounts,
+    ThroughputStats,
+)
 from inferx_core.metrics.repeats import RepeatSummary
 from inferx_core.metrics.validity import Validity
 from inferx_core.results.flat import (
@@ -54,6 +61,7 @@ from inferx_core.results.flat import (
     OFFERED_KEYS,
     PROVENANCE_KEYS,
     TARGET_KEYS,
+    speculative_flat,
     vllm_burstiness,
 )
 from inferx_core.sdk.redact import may_hold_secrets, redact_fields
@@ -207,6 +215,8 @@ class PointResultBase(_Section):
     load: LoadSection | None = None
     latency: LatencyStats | None = None
     throughput: ThroughputStats | None = None
+    # Reasoning models: TTFO, reasoning tokens, the answer's TPOT (None: no request reasoned).
+    reasoning: ReasoningStats | None = None
     telemetry: TelemetrySection | None = None
     accuracy: AccuracySection | None = None  # evals run on this point's server (issue 17)
     provenance: Provenance
@@ -216,6 +226,9 @@ class PointResultBase(_Section):
     validity: Validity | None = None
     # A point run N times (repeats: N): this is its median run; spread across all runs.
     repeats: RepeatSummary | None = None
+    # The TTFT taken apart with the engine's own clock (metrics/anatomy.py; None: the
+    # engine's replies carried no per-request timing).
+    anatomy: Anatomy | None = None
 
     @model_validator(mode="wrap")
     @classmethod
@@ -254,6 +267,7 @@ class PointResultBase(_Section):
             throughput=self.throughput,
             latency=self.latency,
             null_reasons=self.null_reasons,
+            reasoning=self.reasoning,
         )
 
     def flat(self) -> dict[str, Any]:
@@ -390,6 +404,7 @@ def flat_view(result: PointResultBase) -> dict[str, Any]:
         out["slo"] = dict(result.load.slo)
     if result.telemetry is not None:
         out.update(result.telemetry.flat())
+        out.update(speculative_flat(result.telemetry.engine_metrics))
     for key in PROVENANCE_KEYS:
         value = getattr(prov, key)
         if key in ("engine", "imported_from") and value is not None:

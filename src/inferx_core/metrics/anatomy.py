@@ -1,0 +1,216 @@
+"""The anatomy of a point's TTFT: the client's clock beside the engine's own.
+
+Per successful request whose reply carried the engine's figures (hook
+``inferx_engine_server_timing``, read into ``RequestRecord.server_figures``)::
+
+    client TTFT = server queue + server TTFT + rest
+
+``rest`` is everything the engine's clock does not see: the client's own
+overhead, the wire both ways, and the server's front end (HTTP parsing,
+tokenization, detokenizing and writing the first chunk). The server's
+figures are durations on one process's clock, the client's on another's:
+differences of durations need no clock sync, only clocks that tick at the
+same rate.
+
+Bounds: a part is a non-negative number (the stream decoder already nulled
+any other); a request whose server parts exceed its client TTFT by more than
+:data:`REST_TOLERANCE_MS` is no consistent reading and is left out, counted
+in ``inconsistent`` with the reason. An engine that reports no queue time
+(llama-server) leaves the queue inside ``rest`` (``rest_includes_queue``).
+
+The check (:func:`anatomy_check`, severity ``marks``): the point is marked
+when the rest is large against the server's TTFT at a percentile:
+``rest_p50 > 0.5 x server_ttft_p50`` or ``rest_p99 > 1.0 x server_ttft_p99``
+(and the rest is above :data:`MIN_FLAGGED_REST_MS`): the client and the
+front end, not the engine, made those milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.metrics.model import Distribution
+from inferx_core.metrics.stats import describe, percentile_word
+from inferx_core.metrics.validity import ValidityCheck
+
+__all__ = [
+    "LAYERS",
+    "MIN_FLAGGED_REST_MS",
+    "REST_LIMITS",
+    "REST_TOLERANCE_MS",
+    "Anatomy",
+    "anatomy",
+    "anatomy_check",
+]
+
+#: A request's server parts may exceed its client TTFT by this much (rounding of
+#: the server's milliseconds, the two clocks' reading granularity) and still count.
+REST_TOLERANCE_MS = 1.0
+#: Percentile -> the largest rest / server TTFT that is not marked.
+REST_LIMITS: dict[float, float] = {50.0: 0.5, 99.0: 1.0}
+#: A rest below this is never marked, however quick the engine's prefill.
+MIN_FLAGGED_REST_MS = 1.0
+#: The layers :mod:`inferx_core.analysis.compare` names, and their median figures.
+LAYERS: dict[str, str] = {
+    "queue": "server_queue_ms",
+    "prefill": "server_ttft_ms",
+    "decode": "server_tpot_ms",
+    "client": "rest_ms",
+}
+_PERCENTILES = (50.0, 90.0, 99.0)
+
+
+class Anatomy(BaseModel):
+    """A point's TTFT taken apart (ms); distributions over the requests read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    engine: str | None = None  # the description's name (vllm, llama.cpp, ...)
+    requests: int = 0  # successful requests whose parts were read
+    without_server_figures: int = 0  # successful, but no server TTFT in the reply
+    inconsistent: int = 0  # server parts above the client TTFT (left out)
+    rest_includes_queue: bool = False  # the engine reports no queue time
+    client_ttft_ms: Distribution = Field(default_factory=Distribution)
+    server_queue_ms: Distribution | None = None
+    server_ttft_ms: Distribution = Field(default_factory=Distribution)
+    rest_ms: Distribution = Field(default_factory=Distribution)
+    # The server's decode time per output token after the first (decode_ms / (n - 1)).
+    server_tpot_ms: Distribution | None = None
+    # Median over requests of each part's share of the request's client TTFT.
+    queue_share: float | None = None
+    rest_share: float | None = None
+    # rest_pX / server_ttft_pX for the percentiles in REST_LIMITS.
+    rest_to_server_ttft: dict[str, float | None] = Field(default_factory=dict)
+    null_reasons: dict[str, str] = Field(default_factory=dict)
+
+    def median(self, figure: str) -> float | None:
+        """The median of one of the distributions (``LAYERS`` values), or None."""
+        dist = getattr(self, figure, None)
+        return dist.median if isinstance(dist, Distribution) else None
+
+
+@dataclass(slots=True)
+class _Parts:
+    client: list[float]
+    queue: list[float]
+    server: list[float]
+    rest: list[float]
+    tpot: list[float]
+    without: int = 0
+    inconsistent: int = 0
+    last_problem: str | None = None
+
+
+def _read(rec: RequestRecord, parts: _Parts) -> None:
+    """One successful request's parts, or why it has none."""
+    figures = rec.server_figures or {}
+    server = figures.get("ttft_ms")
+    if server is None:
+        parts.without += 1
+        parts.last_problem = (rec.server_problems or {}).get("ttft_ms", "no server figures")
+        return
+    queue = figures.get("queue_ms")
+    client = (rec.chunk_ns[0] - rec.send_ns) / 1e6
+    rest = client - (queue or 0.0) - server
+    if rest < -REST_TOLERANCE_MS:
+        parts.inconsistent += 1
+        return
+    parts.client.append(client)
+    parts.server.append(float(server))
+    parts.rest.append(rest)
+    if queue is not None:
+        parts.queue.append(float(queue))
+    decode, n = figures.get("decode_ms"), rec.usage_output_tokens
+    if decode is not None and type(n) is int and n > 1:
+        parts.tpot.append(float(decode) / (n - 1))
+
+
+def _dist(values: list[float]) -> Distribution:
+    return Distribution.from_stats(describe(values, _PERCENTILES))
+
+
+def _median_share(part: list[float], client: list[float]) -> float | None:
+    shares = [p / c for p, c in zip(part, client, strict=True) if c > 0]
+    return describe(shares, ())["median"] if shares else None
+
+
+def _ratios(rest: Distribution, server: Distribution) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for p in REST_LIMITS:
+        key = f"p{percentile_word(p)}"
+        r, s = rest.percentiles.get(key), server.percentiles.get(key)
+        out[key] = r / s if r is not None and s else None
+    return out
+
+
+def anatomy(records: Sequence[RequestRecord], engine: str | None) -> Anatomy | None:
+    """The anatomy of the measured, successful ``records``; None when no request
+    carried the engine's figures (nothing was asked, or the engine reports none)."""
+    ok = [r for r in records if r.ok and not r.warmup]
+    if not any(r.server_figures for r in ok):
+        return None
+    parts = _Parts([], [], [], [], [])
+    for rec in ok:
+        _read(rec, parts)
+    reasons: dict[str, str] = {}
+    if parts.without:
+        reasons["without_server_figures"] = parts.last_problem or "no server TTFT"
+    if parts.inconsistent:
+        reasons["inconsistent"] = (
+            f"the server's queue + TTFT exceeded the client's TTFT by more than "
+            f"{REST_TOLERANCE_MS:g} ms: not one request's consistent reading"
+        )
+    rest, server = _dist(parts.rest), _dist(parts.server)
+    no_queue = not parts.queue and bool(parts.server)
+    return Anatomy(
+        engine=engine,
+        requests=len(parts.client),
+        without_server_figures=parts.without,
+        inconsistent=parts.inconsistent,
+        rest_includes_queue=no_queue,
+        client_ttft_ms=_dist(parts.client),
+        server_queue_ms=_dist(parts.queue) if parts.queue else None,
+        server_ttft_ms=server,
+        rest_ms=rest,
+        server_tpot_ms=_dist(parts.tpot) if parts.tpot else None,
+        queue_share=_median_share(parts.queue, parts.client) if not no_queue else None,
+        rest_share=_median_share(parts.rest, parts.client),
+        rest_to_server_ttft=_ratios(rest, server),
+        null_reasons=reasons,
+    )
+
+
+def anatomy_check(an: Anatomy | None) -> ValidityCheck | None:
+    """Marks a point whose rest is large against the server's TTFT (see module doc);
+    None when there is no anatomy, or the rest holds the queue (not judged)."""
+    if an is None or not an.requests or an.rest_includes_queue:
+        return None
+    over: list[str] = []
+    worst = 0.0
+    for p, limit in REST_LIMITS.items():
+        key = f"p{percentile_word(p)}"
+        ratio, rest = an.rest_to_server_ttft.get(key), an.rest_ms.percentiles.get(key)
+        if ratio is None or rest is None:
+            continue
+        worst = max(worst, ratio)
+        if ratio > limit and rest > MIN_FLAGGED_REST_MS:
+            over.append(
+                f"{key} rest {rest:.2f} ms is {ratio:.2f}x the server's TTFT (limit {limit:g}x)"
+            )
+    why = (
+        "; ".join(over) + ": the client and the server's front end, not the engine, made these ms"
+        if over
+        else "the client-side rest is small against the server's TTFT"
+    )
+    return ValidityCheck(
+        name="client_rest",
+        value=worst,
+        limit=REST_LIMITS[50.0],
+        passed=not over,
+        severity="marks",
+        why=why,
+    )

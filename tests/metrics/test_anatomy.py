@@ -1,0 +1,92 @@
+"""The anatomy of a point's TTFT: client TTFT = server queue + server TTFT + rest."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.metrics.anatomy import (
+    MIN_FLAGGED_REST_MS,
+    REST_TOLERANCE_MS,
+    anatomy,
+    anatomy_check,
+)
+
+MS = 1_000_000
+
+
+def _rec(
+    i: int, client_ms: float, queue: float | None, server: float | None, **kw
+) -> RequestRecord:
+    rec = RequestRecord(i, 4, 8, send_ns=10 * MS, usage_output_tokens=kw.pop("n", 8), **kw)
+    rec.chunk_ns = [10 * MS + int(client_ms * MS), 10 * MS + int(client_ms * MS) + 5 * MS]
+    rec.finish_reason = "length"
+    rec.server_figures = {"queue_ms": queue, "ttft_ms": server, "decode_ms": 35.0}
+    return rec
+
+
+def test_parts_and_their_distributions() -> None:
+    records = [_rec(i, 30.0 + i, 10.0, 15.0) for i in range(11)]
+    an = anatomy(records, "vllm")
+    assert an is not None and an.requests == 11 and an.engine == "vllm"
+    assert an.client_ttft_ms.median == pytest.approx(35.0)
+    assert an.server_queue_ms is not None and an.server_queue_ms.median == pytest.approx(10.0)
+    assert an.rest_ms.median == pytest.approx(10.0)
+    assert an.server_tpot_ms is not None and an.server_tpot_ms.median == pytest.approx(5.0)
+    assert an.queue_share == pytest.approx(10 / 35)
+    check = anatomy_check(an)
+    assert check is not None and not check.passed and check.severity == "marks"
+    assert "p50 rest 10.00 ms is 0.67x" in check.why
+
+
+def test_a_small_rest_passes_and_no_figures_is_no_anatomy() -> None:
+    an = anatomy([_rec(i, 26.0, 5.0, 20.0) for i in range(5)], "vllm")
+    check = anatomy_check(an)
+    assert check is not None and check.passed
+    plain = _rec(0, 20.0, None, None)
+    plain.server_figures = None
+    assert anatomy([plain], None) is None
+
+
+def test_inconsistent_and_missing_requests_are_counted_with_reasons() -> None:
+    records = [_rec(0, 20.0, 10.0, 15.0), _rec(1, 40.0, 10.0, 15.0), _rec(2, 40.0, 1.0, None)]
+    records[2].server_problems = {"ttft_ms": "the reply carried no metrics.time_to_first_token_ms"}
+    an = anatomy(records, "vllm")
+    assert an is not None
+    assert (an.requests, an.inconsistent, an.without_server_figures) == (1, 1, 1)
+    assert "metrics.time_to_first_token_ms" in an.null_reasons["without_server_figures"]
+    assert "exceeded the client's TTFT" in an.null_reasons["inconsistent"]
+
+
+def test_an_engine_without_queue_time_keeps_the_queue_in_the_rest() -> None:
+    an = anatomy([_rec(i, 50.0, None, 10.0) for i in range(3)], "llama.cpp")
+    assert an is not None and an.rest_includes_queue and an.server_queue_ms is None
+    assert an.queue_share is None and anatomy_check(an) is None  # not judged
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.01, 5000), st.floats(0, 2000), st.floats(0, 2000), st.integers(0, 64)
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_parts_sum_to_the_client_ttft_and_shares_are_bounded(rows: list) -> None:
+    records = [_rec(i, c, q, s, n=n) for i, (c, q, s, n) in enumerate(rows)]
+    an = anatomy(records, "x")
+    assert an is not None
+    assert an.requests + an.inconsistent == len(rows)
+    for share in (an.queue_share, an.rest_share):
+        assert share is None or -REST_TOLERANCE_MS / 0.01 <= share <= 1.0 + 1e-9
+    if an.requests:
+        assert an.rest_ms.percentiles["p50"] is not None
+        assert an.rest_ms.percentiles["p50"] >= -REST_TOLERANCE_MS
+        check = anatomy_check(an)
+        assert check is not None
+        if an.rest_ms.percentiles["p99"] <= MIN_FLAGGED_REST_MS:
+            assert check.passed

@@ -50,6 +50,7 @@ from typing import Any, Literal
 
 from inferx_core.analysis.accuracy import compare_pairs
 from inferx_core.analysis.cost import CostOptions, cost_fields
+from inferx_core.analysis.layers import layer_moved
 from inferx_core.analysis.pareto import Frontier
 from inferx_core.analysis.points import INTERACTIVITY, THROUGHPUT
 from inferx_core.analysis.spread import Estimate, median_ci, median_ci_from_std
@@ -360,6 +361,11 @@ class Comparison:
         }
 
     @property
+    def layer_lines(self) -> list[str]:
+        """Per matched point with both anatomies: which layer of the TTFT moved."""
+        return [f"{p['label']}: {p['layers']['summary']}" for p in self.points if p.get("layers")]
+
+    @property
     def regressions(self) -> list[str]:
         out = [
             f"{p['label']}: {m['label']} {m['change']:+.1%}"
@@ -416,6 +422,11 @@ def _point_metrics(a: SideData, b: SideData, pa: str, pb: str, noise: float) -> 
     return metrics
 
 
+def _layers(a: SideData, b: SideData, pa: str, pb: str, noise: float) -> dict[str, Any] | None:
+    ra, rb = a.result(pa), b.result(pb)
+    return layer_moved(ra and ra.anatomy, rb and rb.anatomy, noise)
+
+
 def _frontier_comparison(
     a: SideData, b: SideData, at: Sequence[float] | None, noise: float
 ) -> tuple[list[dict[str, Any]], dict[str, tuple[Any, Any]]]:
@@ -464,6 +475,8 @@ def compare(
             "a_point": pa,
             "b_point": pb,
             "metrics": _point_metrics(a, b, pa, pb, noise),
+            # Which layer of the TTFT moved (the engine's own clock; None without it).
+            "layers": _layers(a, b, pa, pb, noise),
         }
         for label, pa, pb in pairs
     ]

@@ -236,6 +236,11 @@ def _ratio_cell(metric: dict[str, Any]) -> str:
     return f"{metric['ratio']:.3f}x {mark}".rstrip()
 
 
+def _print_plain(console: Console, lines: list[str]) -> None:
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
+
+
 def render_comparison(comparison: Comparison, console: Console) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -294,6 +299,7 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
         if ids:
             shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
             console.print(f"unmatched in {label}: {shown}", markup=False, highlight=False)
+    _print_plain(console, comparison.layer_lines)  # the layer of the TTFT that moved
     for line in comparison.regressions:
         console.print(f"[red]worse[/]: {escape(line)}", highlight=False)
 

@@ -79,6 +79,10 @@ def server_root(base_url: str) -> str:
     return root
 
 
+#: Token ids are int64 everywhere they are held (numpy arrays of candidate ids).
+MAX_TOKEN_ID = 2**63
+
+
 def _parse_tokens(endpoint: TokenizeEndpoint, data: Any, url: str) -> list[int]:
     key = endpoint.tokens_field
     if not isinstance(data, dict) or not isinstance(data.get(key), list):
@@ -89,6 +93,11 @@ def _parse_tokens(endpoint: TokenizeEndpoint, data: Any, url: str) -> list[int]:
             t = t.get(endpoint.token_id_field)
         if isinstance(t, bool) or not isinstance(t, int):
             raise TokenizerError(f"{url}: non-integer token {t!r} in reply")
+        if not 0 <= t < MAX_TOKEN_ID:  # ids travel as int64 (numpy, prompts): no vocab is larger
+            raise TokenizerError(
+                f"{url}: token id {str(t)[:40]} in reply is outside [0, 2**63): not an id of any "
+                "vocabulary (check the server's tokenize route, or set `tokenizer:`)"
+            )
         out.append(t)
     return out
 

@@ -18,12 +18,15 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from inferx_core.errors import UserFacingError
+
 TokenSource = Literal["server", "local", "estimate"]
 EstimateMethod = Literal["chars", "words"]
 
 
-class TokenizerError(RuntimeError):
-    """A tokenizer source failed (unreachable server, bad file, bad reply)."""
+class TokenizerError(UserFacingError):
+    """A tokenizer source failed (unreachable server, bad file, bad reply); its message
+    names the source, so the CLI prints it as one line, not a traceback."""
 
 
 @runtime_checkable

@@ -90,8 +90,9 @@ RULES: tuple[Rule, ...] = (
         {
             "AIPerf": "fewer requests per worker process (--workers-max above the concurrency's "
             "need), or a lower --concurrency; keep the client off the server's cores (taskset)",
-            "GuideLLM": "a lower --rate (concurrent) or more worker processes "
-            "(GUIDELLM__MAX_WORKER_PROCESSES); keep the client off the server's cores (taskset)",
+            "GuideLLM": "fewer streams (--profile kind=concurrent,streams=N) or more worker "
+            "processes (GUIDELLM__MAX_WORKER_PROCESSES); keep the client off the server's cores "
+            "(taskset)",
             "vllm bench serve": "a lower --max-concurrency, or the client on other cores "
             "(taskset); it has one event loop",
             "inference-perf": "more load workers (load.num_workers) or a lower rate",
@@ -118,7 +119,8 @@ RULES: tuple[Rule, ...] = (
         ("sample_size.",),
         {
             "AIPerf": "more requests: --request-count (or --benchmark-duration)",
-            "GuideLLM": "more requests: --max-requests (or --max-seconds)",
+            "GuideLLM": "more requests: --constraint kind=max_requests,count=N (or "
+            "kind=max_duration,seconds=S)",
             "vllm bench serve": "more requests: --num-prompts",
             "inference-perf": "a longer load stage (load.stages[].duration)",
             "InferX": "more requests: --num-prompts (the verdict marks such percentiles)",
@@ -135,8 +137,8 @@ RULES: tuple[Rule, ...] = (
         {
             "AIPerf": "--output-tokens-mean N with --extra-inputs ignore_eos:true "
             "--extra-inputs min_tokens:N",
-            "GuideLLM": "--data 'prompt_tokens=..,output_tokens=N' with a server that honours "
-            "ignore_eos (GuideLLM sends it for synthetic data)",
+            "GuideLLM": "--data kind=synthetic_text,prompt_tokens=..,output_tokens=N (it then "
+            "sends max_tokens with ignore_eos; the server must honour ignore_eos)",
             "vllm bench serve": "--ignore-eos with --random-output-len N",
             "inference-perf": "data.type: random/synthetic with output_distribution and ignore_eos",
             "InferX": "workload ignore_eos: true (the default for random prompts)",
@@ -151,7 +153,8 @@ RULES: tuple[Rule, ...] = (
         ("usage_cross_check", "tool_token_count"),
         {
             "AIPerf": "--use-server-token-count (and a server that reports usage)",
-            "GuideLLM": "a server that returns usage with stream_options.include_usage",
+            "GuideLLM": "a server that returns usage (GuideLLM asks with "
+            "stream_options.include_usage)",
             "vllm bench serve": "a server that reports usage (it counts the stream otherwise)",
             "inference-perf": "a tokenizer matching the served model (tokenizer.pretrained_model"
             "_name_or_path)",
@@ -180,7 +183,8 @@ RULES: tuple[Rule, ...] = (
         {
             "AIPerf": "--request-count at least a few times --concurrency, and --warmup-request-"
             "count",
-            "GuideLLM": "--max-requests well above --rate (concurrent)",
+            "GuideLLM": "--constraint kind=max_requests,count=N well above the streams of "
+            "--profile kind=concurrent,streams=S",
             "vllm bench serve": "--num-prompts several times --max-concurrency",
             "inference-perf": "more load workers, a longer stage",
             "InferX": "the closed loop keeps N in flight; the point's max_concurrent_requests "
@@ -205,7 +209,7 @@ RULES: tuple[Rule, ...] = (
         ("achieved_rate", "dispatch_lateness"),
         {
             "AIPerf": "a lower --request-rate, or --request-rate-mode with enough --workers-max",
-            "GuideLLM": "a lower --rate (constant/poisson)",
+            "GuideLLM": "a lower rate (--profile kind=constant,rate=R or kind=poisson,rate=R)",
             "vllm bench serve": "a lower --request-rate, --max-concurrency above rate x latency",
             "inference-perf": "a lower rate, more load workers",
             "InferX": "--workers N; the achieved_rate check holds each point to its schedule",

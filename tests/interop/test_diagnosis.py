@@ -1,0 +1,79 @@
+"""The diagnosis rules: docs/why-numbers.md is generated from them, every check they name
+exists, and a starved AIPerf run is told from a clean one on the files AIPerf wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from inferx_core.cli.app import main
+from inferx_core.interop.diagnosis import RULES, symptom_page
+from inferx_core.interop.judged import VERDICT_CHECKS
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).parent / "fixtures"
+#: Checks made elsewhere than the imported run's own list (InferX's client checks).
+OWN_RUN_CHECKS = {"client_loop_lag", "client_bottleneck", "client_resources", "client_cores_busy"}
+
+
+def test_why_numbers_page_is_generated_from_the_rules() -> None:
+    page = (ROOT / "docs" / "why-numbers.md").read_text()
+    start = "<!-- generated from inferx_core.interop.diagnosis.symptom_page() -->\n\n"
+    generated = page.split(start, 1)[1].split("\n<!-- end of generated -->", 1)[0]
+    assert generated == symptom_page(), (
+        "docs/why-numbers.md is out of date: paste symptom_page() between its markers"
+    )
+
+
+def test_every_rule_names_checks_that_exist() -> None:
+    known = set(VERDICT_CHECKS) | OWN_RUN_CHECKS | {"sample_size.", "client_"}
+    for rule in RULES:
+        assert set(rule.checks) <= known, rule.key
+        assert rule.checks or rule.extra is not None, rule.key
+
+
+def _audit(capsys: pytest.CaptureFixture[str], path: Path) -> tuple[int, dict]:
+    code = main(["audit", "--json", str(path)])
+    return code, json.loads(capsys.readouterr().out)["audits"][0]
+
+
+def test_the_starved_aiperf_run_is_flagged_and_the_clean_one_passes(capsys) -> None:
+    code, starved = _audit(capsys, FIXTURES / "aiperf" / "c32-starved")
+    assert code == 1 and starved["diagnosis"][0]["rule"] == "starved_client"
+    failing = {c["name"] for c in starved["validity"]["checks"] if not c["passed"]}
+    assert {"chunk_coalescing", "whole_reply_at_once"} <= failing
+    code, clean = _audit(capsys, FIXTURES / "aiperf" / "c2-clean")
+    assert code == 0 and clean["trustworthy"]
+    assert all(d["category"] == "measurement" for d in clean["diagnosis"])  # sample sizes only
+
+
+#: A clean AIPerf run against InferX's own run of the same load (same scripted server,
+#: c2, 30 requests, 32 in / 16 out): TPOT and output throughput agree within this.
+TOLERANCE = 0.10
+
+
+def test_a_clean_run_agrees_with_inferx_own_run_of_the_same_load(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "imported"
+    clean = FIXTURES / "aiperf" / "c2-clean" / "profile_export_aiperf.json"
+    assert main(["import", str(clean), "--output", str(out)]) == 0
+    theirs = json.loads((out / "aiperf-c2-clean.json").read_text())
+    ours = json.loads((FIXTURES / "inferx" / "test-model-chat-isl32-osl16-c2.json").read_text())
+    for section, figure in (("latency", "tpot_ms"), ("throughput", "output_throughput")):
+        a, b = theirs[section][figure], ours[section][figure]
+        a, b = (a["median"], b["median"]) if isinstance(a, dict) else (a, b)
+        assert abs(a - b) / b <= TOLERANCE, (figure, a, b)
+    # AIPerf's TTFT is ~20 ms above InferX's on this machine (71 against 51 ms): said, not hidden
+    assert theirs["latency"]["ttft_ms"]["median"] > ours["latency"]["ttft_ms"]["median"]
+
+
+def test_report_shows_the_verdict_beside_imported_points(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "imported"
+    starved = FIXTURES / "aiperf" / "c32-starved" / "profile_export_aiperf.json"
+    assert main(["import", str(starved), "--output", str(out)]) == 0
+    assert main(["report", str(out), "--output", str(tmp_path / "report")]) == 0
+    csv = (tmp_path / "report" / "points.csv").read_text().splitlines()
+    header, row = csv[0].split(","), csv[1]
+    assert header[:4] == ["point_id", "status", "valid", "validity_failing"]
+    assert row.startswith('aiperf-c32-starved,invalid,false,"chunk_coalescing,whole_reply_at_once"')

@@ -12,7 +12,7 @@ from result_factory import make_result, make_set, write_results
 
 from inferx_core.cli import main
 from inferx_core.db.backends import connect, resolve_url
-from inferx_core.db.schema import SCHEMA_VERSION
+from inferx_core.db.schema import ADDED_METRIC_COLUMNS, INDEX_COLUMNS, SCHEMA_VERSION
 from inferx_core.db.store import Filters, ResultsDB, open_db
 from inferx_core.errors import UserFacingError
 
@@ -27,17 +27,36 @@ def test_schema_is_created_and_reopening_changes_nothing(db_url: str) -> None:
 
 
 def test_an_old_schema_is_migrated_with_its_data(db_url: str, tmp_path: Path) -> None:
+    """A database the first release made, with its points stored in its columns, gets the
+    later migrations (indexes, the reasoning and speculative columns) and keeps its rows."""
+    from inferx_core.db.records import point_rows
+    from inferx_core.results.read import load_results
+
     old = ResultsDB(connect(db_url), db_url)
     assert old.migrate(target=1) == (0, 1)  # what the first release created
-    folder = make_set(tmp_path / "r")
-    from inferx_core.db.ingest import ingest_paths
-
-    assert len(ingest_paths(old, [folder], "v1").stored) == 6
+    rows = point_rows(load_results([make_set(tmp_path / "r")]).results)
+    first = [c for c in INDEX_COLUMNS if c not in ADDED_METRIC_COLUMNS]
+    at = [INDEX_COLUMNS.index(c) for c in first]
+    stamp = "2026-01-01T00:00:00+00:00"
+    old.con.insert_many(
+        "points",
+        ("content_hash", *first, "power_valid", "ingested_at", "result_json"),
+        [(r.content_hash, *(r.values[i] for i in at), r.power_valid, stamp, r.result_json)
+         for r in rows],
+        "content_hash",
+    )  # fmt: skip
+    old.con.insert_many(
+        "point_labels",
+        ("content_hash", "label", "ingested_at"),
+        [(r.content_hash, "v1", stamp) for r in rows],
+        "content_hash, label",
+    )
     old.close()
     with open_db(db_url) as db:  # opening migrates to the current version
         assert db.version() == SCHEMA_VERSION
         assert db.count() == 6
         assert {r["label"] for r in db.label_summary()} == {"v1"}
+        assert all(p["median_ttfo_ms"] is None for p in db.points())
 
 
 def test_a_newer_schema_is_refused(db_url: str) -> None:

@@ -76,6 +76,14 @@ ROW_COLUMNS: tuple[tuple[str, Source], ...] = (
     ("median_e2el_ms", "metric"),
     ("p99_e2el_ms", "metric"),
     ("request_goodput", "metric"),
+    # reasoning models (empty otherwise): the answer's own clock and the thinking's tokens
+    ("median_ttfo_ms", "metric"),
+    ("p99_ttfo_ms", "metric"),
+    ("median_tpot_answer_ms", "metric"),
+    ("total_reasoning_tokens", "metric"),
+    # speculative decoding (empty otherwise): acceptance over the measured window
+    ("spec_acceptance_rate", "metric"),
+    ("spec_mean_acceptance_length", "metric"),
     ("usd_per_gpu_hour", "cost"),
     ("price_source", "cost"),
     ("cost_per_mtok_total", "cost"),

@@ -229,7 +229,8 @@
 
   const HISTORY = {
     tput_per_gpu: "tok/s/GPU", median_intvty: "tok/s/user", median_e2el_ms: "E2E p50 ms",
-    median_ttft_ms: "TTFT p50 ms", cost: "$/M tokens",
+    median_ttft_ms: "TTFT p50 ms", median_ttfo_ms: "TTFO p50 ms (reasoning)",
+    spec_mean_acceptance_length: "spec. acceptance length", cost: "$/M tokens",
   };
 
   function drawHistory(list) {

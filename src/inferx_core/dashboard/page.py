@@ -82,6 +82,8 @@ def _history_html() -> str:
         ("median_intvty", "tok/s/user"),
         ("median_e2el_ms", "E2E p50 ms"),
         ("median_ttft_ms", "TTFT p50 ms"),
+        ("median_ttfo_ms", "TTFO p50 ms (reasoning)"),
+        ("spec_mean_acceptance_length", "spec. acceptance length"),
         ("cost", "$/M tokens"),
     )
     options = "".join(f'<option value="{v}">{t}</option>' for v, t in metrics)

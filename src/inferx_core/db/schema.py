@@ -42,6 +42,15 @@ TEXT_COLUMNS: tuple[str, ...] = (
 )
 INT_COLUMNS: tuple[str, ...] = ("isl", "osl", "concurrency", "tp", "pp", "dp", "ep", "num_gpus")
 FLOAT_COLUMNS: tuple[str, ...] = ("request_rate",)
+#: Migration 3: reasoning models and speculative decoding (NULL for other points).
+ADDED_METRIC_COLUMNS: tuple[str, ...] = (
+    "median_ttfo_ms",
+    "p99_ttfo_ms",
+    "median_tpot_answer_ms",
+    "total_reasoning_tokens",
+    "spec_acceptance_rate",
+    "spec_mean_acceptance_length",
+)
 #: The figures kept as columns (flat/report names); everything else is in result_json.
 METRIC_COLUMNS: tuple[str, ...] = (
     "tput_per_gpu",
@@ -61,15 +70,18 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "usd_per_gpu_hour",
     "cost_per_mtok_total",
     "gpu_power_avg_w",
+    *ADDED_METRIC_COLUMNS,
 )
 INDEX_COLUMNS: tuple[str, ...] = (*TEXT_COLUMNS, *INT_COLUMNS, *FLOAT_COLUMNS, *METRIC_COLUMNS)
 
 
 def _points_table() -> str:
+    """The table as the first migration made it (later columns come with their migration)."""
+    first = [c for c in METRIC_COLUMNS if c not in ADDED_METRIC_COLUMNS]
     cols = ["content_hash TEXT PRIMARY KEY"]
     cols += [f"{c} TEXT" for c in TEXT_COLUMNS]
     cols += [f"{c} BIGINT" for c in INT_COLUMNS]
-    cols += [f"{c} DOUBLE PRECISION" for c in (*FLOAT_COLUMNS, *METRIC_COLUMNS)]
+    cols += [f"{c} DOUBLE PRECISION" for c in (*FLOAT_COLUMNS, *first)]
     cols += ["power_valid BOOLEAN", "ingested_at TEXT NOT NULL", "result_json TEXT NOT NULL"]
     return "CREATE TABLE points (\n  " + ",\n  ".join(cols) + "\n)"
 
@@ -88,6 +100,9 @@ MIGRATIONS: tuple[Sequence[str], ...] = (
         "CREATE INDEX points_point_id ON points (point_id)",
         "CREATE INDEX point_labels_label ON point_labels (label)",
     ),
+    # Reasoning and speculative figures as columns (filters, charts); they were only in
+    # result_json before.
+    tuple(f"ALTER TABLE points ADD COLUMN {c} DOUBLE PRECISION" for c in ADDED_METRIC_COLUMNS),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The tables the first migration creates: a database without inferx_schema must have none.

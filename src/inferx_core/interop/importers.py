@@ -24,6 +24,7 @@ from inferx_core.config.parsing import ParseError
 from inferx_core.errors import UserFacingError
 from inferx_core.interop.judged import VERDICT_CHECKS, judge, summary_validity
 from inferx_core.interop.tool_formats import sniff_tool, tool_points
+from inferx_core.interop.vllm_bench import SPEC_DECODE_KEYS
 from inferx_core.interop.vllm_detailed import has_detail, vllm_run
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.model import LATENCY_NAMES, Distribution
@@ -157,8 +158,14 @@ def _vllm_point(data: Mapping[str, Any], path: Path) -> Imported:
     if not has_detail(data):
         return import_vllm(data, path), None
     run = vllm_run(data, path, _vllm_date(data, path))
-    run.tool_figures = {k: v for k, v in data.items() if not isinstance(v, list)}
+    run.tool_figures = {k: v for k, v in data.items() if _kept(k, v)}
     return judge(run), run.records
+
+
+def _kept(key: str, value: Any) -> bool:
+    """A figure of the file kept as it is: no per-request list, but vLLM's speculative
+    per-position rates (a list per point)."""
+    return not isinstance(value, list) or key in SPEC_DECODE_KEYS
 
 
 def import_vllm(data: Mapping[str, Any], path: Path) -> PointResultBase:
@@ -187,7 +194,7 @@ def import_vllm(data: Mapping[str, Any], path: Path) -> PointResultBase:
     extra = {
         k: v
         for k, v in data.items()
-        if k not in known_keys and not k.endswith("_ms") and not isinstance(v, list)
+        if k not in known_keys and not k.endswith("_ms") and _kept(k, v)
     }
     return _assemble(
         path,

@@ -14,6 +14,14 @@ vLLM's numbers:
 - an empty sample gives 0.0 for every statistic (``np.mean([] or 0)``), never null;
 - percentiles are numpy's linear ones, the standard deviation the population one.
 
+A speculative server's acceptance over the window is written under vLLM's own keys
+and units (``spec_decode_acceptance_rate`` in percent, ``..._acceptance_length``,
+``..._num_drafts``, ``..._draft_tokens``, ``..._accepted_tokens`` as integers,
+``..._per_position_acceptance_rates`` as fractions), only when the window had draft
+tokens, as vLLM writes them; they come from InferX's own counter window (its edges
+interpolated between scrapes, so the counts are rounded), and a figure out of its
+bounds is null there, never vLLM's impossible number.
+
 The equivalent vLLM command has ``--percentile-metrics ttft,tpot,itl,e2el``
 (plus ``client_queue_time,e2el_including_client_queue`` when a concurrency cap
 is set) and ``--metric-percentiles`` set to the point's percentiles. The two
@@ -49,6 +57,15 @@ DETAILED_KEYS: tuple[str, ...] = (
 )
 #: The namespaced key for InferX's own facts (nothing else is InferX's at the top level).
 INFERX_KEY = "inferx"
+#: vLLM's speculative-decoding keys (``vllm/benchmarks/serve.py``), in its order.
+SPEC_DECODE_KEYS: tuple[str, ...] = (
+    "spec_decode_acceptance_rate",
+    "spec_decode_acceptance_length",
+    "spec_decode_num_drafts",
+    "spec_decode_draft_tokens",
+    "spec_decode_accepted_tokens",
+    "spec_decode_per_position_acceptance_rates",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,10 +287,36 @@ def vllm_bench_result(
     if not detailed:
         for key in DETAILED_KEYS:
             out.pop(key, None)
+    out |= spec_decode_fields(result)
     out["benchmark_start_time_unix"] = load.benchmark_start_time_unix
     out["benchmark_end_time_unix"] = load.benchmark_end_time_unix
     out[INFERX_KEY] = _inferx_facts(result, outputs, detailed)
     return out
+
+
+def _count(value: Any) -> int | None:
+    return None if value is None else round(value)
+
+
+def spec_decode_fields(result: PointResultBase) -> dict[str, Any]:
+    """vLLM's ``spec_decode_*`` keys of a speculative point; {} when the window had no draft
+    tokens (vLLM writes none then) or the engine published no counters."""
+    telemetry = result.telemetry
+    window = telemetry.engine_metrics.get("spec_decode") if telemetry is not None else None
+    if not isinstance(window, Mapping) or window.get("source") != "counters":
+        return {}
+    if not window.get("draft_tokens"):
+        return {}
+    rate = window.get("acceptance_rate")
+    positions = window.get("acceptance_per_position")
+    return {
+        "spec_decode_acceptance_rate": None if rate is None else rate * 100.0,
+        "spec_decode_acceptance_length": window.get("mean_acceptance_length"),
+        "spec_decode_num_drafts": _count(window.get("drafts")),
+        "spec_decode_draft_tokens": _count(window.get("draft_tokens")),
+        "spec_decode_accepted_tokens": _count(window.get("accepted_tokens")),
+        "spec_decode_per_position_acceptance_rates": list(positions or []),
+    }
 
 
 def _inferx_facts(
@@ -287,10 +330,18 @@ def _inferx_facts(
     slo = result.load.slo if result.load is not None else {}
     if "itl_ms" in slo:
         notes.append("request_goodput: vLLM has no ITL SLO; the itl_ms objective is not applied")
-    return {
+    if spec_decode_fields(result):
+        notes.append(
+            "spec_decode_*: InferX's counter window (edges interpolated between scrapes, counts "
+            "rounded; a reset counted as Prometheus does; a figure out of bounds is null)"
+        )
+    facts: dict[str, Any] = {
         "point_id": result.point_id,
         "status": result.status,
         "inferx_version": result.provenance.inferx_version,
         "result_schema_version": result.schema_version,
         "notes": notes,
     }
+    if result.reasoning is not None:  # vLLM has no reasoning keys: InferX's, flat names
+        facts["reasoning"] = result.reasoning.flat()
+    return facts

@@ -9,6 +9,7 @@ from typing import Any
 from rich.markup import escape as esc
 
 from inferx_core.report.dimensions import dimension_lines
+from inferx_core.report.figures import figure_lines
 from inferx_core.results.model import PointResultBase
 from inferx_core.sdk.redact import redact_text
 
@@ -120,7 +121,7 @@ def print_summary(results: Iterable[PointResultBase], console: Any = None, title
             console.print(f"[red]{esc(result.point_id)}[/]: {esc(result.failure_reason)}")
         if result.repeats is not None:
             console.print(f"{esc(result.point_id)}: {repeat_line(result.repeats)}", highlight=False)
-        for line in dimension_lines(result):
+        for line in (*dimension_lines(result), *figure_lines(result)):
             console.print(f"{esc(result.point_id)}: {esc(line)}", highlight=False)
         for line in accuracy_lines(result):
             style = "green" if result.accuracy is not None and result.accuracy.ok else "red"

@@ -17,7 +17,7 @@ from typing import Any
 
 from inferx_core.report.accuracy import accuracy_html
 from inferx_core.report.search import search_table_html
-from inferx_core.report.table import SUMMARY_COLUMNS, summary_cells
+from inferx_core.report.table import summary_cells, summary_columns
 from inferx_core.results.files import utc_now, write_text_atomic
 
 _CSS = """
@@ -90,12 +90,13 @@ def _img(fig: Figure) -> str:
 
 
 def _table(rows: Sequence[Mapping[str, Any]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h, _, _ in SUMMARY_COLUMNS)
+    columns = summary_columns(rows)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h, _, _ in columns)
     body = []
     for row, cells in zip(rows, summary_cells(rows), strict=True):
         cls = "failed" if row.get("status") != "ok" else ("pareto" if row.get("on_pareto") else "")
         tds = []
-        for (_, _, fmt), text in zip(SUMMARY_COLUMNS, cells, strict=True):
+        for (_, _, fmt), text in zip(columns, cells, strict=True):
             attr = ' class="num"' if fmt not in ("s", "pareto") else ""
             tds.append(f"<td{attr}>{html.escape(text)}</td>")
         pid = html.escape(str(row.get("point_id")), quote=True)

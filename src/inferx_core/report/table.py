@@ -45,6 +45,24 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: Columns shown only when some point has the figure (reasoning models, speculative
+#: decoding), after E2E; a figure out of its bounds is None and shows as ``-``.
+OPTIONAL_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("TTFO p50 ms", "median_ttfo_ms", ",.1f"),
+    ("answer TPOT p50 ms", "median_tpot_answer_ms", ",.2f"),
+    ("spec accept len", "spec_mean_acceptance_length", ",.2f"),
+    ("spec accept rate", "spec_acceptance_rate", ".1%"),
+)
+_AFTER = next(i for i, (_, f, _) in enumerate(SUMMARY_COLUMNS) if f == "median_e2el_ms") + 1
+
+
+def summary_columns(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, str, str], ...]:
+    """The summary table's columns for ``rows``: every fixed one, and each optional one that
+    some row has a value for."""
+    extra = tuple(c for c in OPTIONAL_COLUMNS if any(r.get(c[1]) is not None for r in rows))
+    return SUMMARY_COLUMNS[:_AFTER] + extra + SUMMARY_COLUMNS[_AFTER:]
+
+
 def csv_value(value: Any) -> Any:
     """Plain CSV cells: '' for None, true/false for booleans, repr-exact floats."""
     if value is None:
@@ -148,7 +166,8 @@ def cell(row: Mapping[str, Any], field: str, fmt: str) -> str:
 
 
 def summary_cells(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
-    return [[cell(r, f, fmt) for _, f, fmt in SUMMARY_COLUMNS] for r in rows]
+    columns = summary_columns(rows)
+    return [[cell(r, f, fmt) for _, f, fmt in columns] for r in rows]
 
 
 def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None, title: str = "") -> None:
@@ -159,7 +178,7 @@ def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None, title: s
 
     console = console or Console(width=None if sys.stdout.isatty() else 240)
     table = Table(title=Text(title or "InferX report"))
-    for header, field, fmt in SUMMARY_COLUMNS:
+    for header, field, fmt in summary_columns(rows):
         table.add_column(
             header,
             justify="left" if fmt in ("s", "pareto") else "right",

@@ -60,3 +60,25 @@ def vllm_burstiness(
         return float(drawn.group(1)) if drawn else 1.0
     except ValueError:
         return 1.0
+
+
+#: Flat names of the speculative-decoding window (``telemetry.engine_metrics.spec_decode``):
+#: flat name -> its key in the window. InferX's units (the rate a fraction), not vLLM's.
+SPECULATIVE_KEYS: dict[str, str] = {
+    "spec_acceptance_rate": "acceptance_rate",
+    "spec_mean_acceptance_length": "mean_acceptance_length",
+    "spec_acceptance_per_position": "acceptance_per_position",
+    "spec_drafts": "drafts",
+    "spec_draft_tokens": "draft_tokens",
+    "spec_accepted_tokens": "accepted_tokens",
+}
+
+
+def speculative_flat(engine_metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The speculative figures of a point at the top of the flat view (the report's columns,
+    ``--metric`` lookups); {} when the engine reported no speculative decoding. Derived
+    from the telemetry section, so the two can never disagree."""
+    window = engine_metrics.get("spec_decode")
+    if not isinstance(window, Mapping):
+        return {}
+    return {flat: window.get(key) for flat, key in SPECULATIVE_KEYS.items()}

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from inferx_core.metrics.model import PointMetrics
-from inferx_core.results.flat import OFFERED_KEYS, PROVENANCE_KEYS, TARGET_KEYS
+from inferx_core.results.flat import OFFERED_KEYS, PROVENANCE_KEYS, SPECULATIVE_KEYS, TARGET_KEYS
 from inferx_core.telemetry.model import TelemetrySection
 
 _HEADER_KEYS = frozenset(
@@ -23,9 +23,12 @@ _HEADER_KEYS = frozenset(
 _IDENTITY_KEYS = frozenset(
     {"finished_at", "server_id", "mode", "request_rate", "max_concurrency", "concurrency"}
 )
-# The flat view's summary of schema-2 validity (the checks themselves are not in it), and
+# The flat view's summary of schema-2 validity (the checks themselves are not in it),
 # vLLM's burstiness, derived from the config and the arrival label.
-_DERIVED_KEYS = frozenset({"valid", "validity_failing", "repeats", "repeat_stats", "burstiness"})
+# The speculative figures are the telemetry section's, repeated at the top.
+_DERIVED_KEYS = frozenset(
+    {"valid", "validity_failing", "repeats", "repeat_stats", "burstiness", *SPECULATIVE_KEYS}
+)
 _LEGACY_LEVEL = re.compile(r"-(?:c(?P<c>\d+)|r(?P<r>[0-9.e+]+|inf)(?:-cap(?P<cap>\d+))?)$")
 
 
@@ -69,12 +72,15 @@ def _measured_sections(data: Mapping[str, Any], used: set[str]) -> dict[str, Any
     }
     used.update(OFFERED_KEYS)
     used.add("slo")
-    return {
+    out = {
         "load": load,
         "latency": metrics.latency.model_dump(),
         "throughput": metrics.throughput.model_dump(),
         "null_reasons": metrics.null_reasons,
     }
+    if metrics.reasoning is not None:  # reasoning models: TTFO, answer TPOT, tokens
+        out["reasoning"] = metrics.reasoning.model_dump()
+    return out
 
 
 def migrate_v1(data: Mapping[str, Any]) -> dict[str, Any]:

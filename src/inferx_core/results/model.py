@@ -14,7 +14,8 @@ A point result is one of four types, told apart by ``status``:
 Sections: ``identity`` (point, server, load level as fields), ``workload``,
 ``load`` (what was offered and what happened), ``latency``, ``throughput``
 (with goodput), ``reasoning`` (reasoning models only), ``telemetry`` (power,
-energy, sampled series) and ``provenance`` (versions, target, engine, platform, config, launch, fixes).
+energy, sampled series) and ``provenance`` (versions, target, engine, platform,
+config, launch, fixes).
 ``null_reasons`` says, by flat vLLM name, why a figure is None.
 
 :meth:`PointResultBase.flat` is the flat view with vLLM ``bench serve`` and

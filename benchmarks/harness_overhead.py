@@ -7,7 +7,7 @@ Usage::
 
 Both clients are the real harnesses, not re-implementations:
 
-* InferX: :func:`inferx_core.pipeline.point.run_bench` with a :class:`BenchConfig`
+* InferX: :func:`inferx_core.pipeline.point.measure.run_bench` with a :class:`BenchConfig`
   (completions API, closed loop, ``output_dir=None``, progress off), run in
   this process.
 * vLLM: ``vllm bench serve`` (``vllm.benchmarks.serve.add_cli_args`` +
@@ -67,7 +67,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from inferx_core.config.models import BenchConfig, LoadProfile, Workload
 from inferx_core.load.schedule import scheduler as _scheduler
-from inferx_core.pipeline.point import run_bench
+from inferx_core.pipeline.bench.api import run_bench
 from inferx_core.testing import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from inferx_core.config.models import LoadProfile, Workload
 from inferx_core.demo.run import demo_config
-from inferx_core.pipeline.run import run_configs
+from inferx_core.pipeline.server.run import run_configs
 
 
 def run(root: Path, caching: bool, args: argparse.Namespace) -> dict[str, float | None]:

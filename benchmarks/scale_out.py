@@ -9,7 +9,7 @@ A pool of scripted servers (``inferx_core.testing.server_pool.ServerPool``:
 ``--servers`` processes on one port with SO_REUSEPORT, stamping each chunk
 with its ``perf_counter_ns``) streams ``--osl`` one-token chunks per request;
 the load is a closed loop at ``--concurrency`` for ``--seconds``, run through
-``pipeline.drive.drive`` exactly as ``inferx bench --workers N`` runs it
+``pipeline.point.drive.drive`` exactly as ``inferx bench --workers N`` runs it
 (``in-process``: today's one-loop path; ``N``: N worker processes). For each:
 
 * chunks/s: content chunks received in the measured window / its length;
@@ -41,8 +41,8 @@ import numpy as np
 from inferx_core.load.prompts.payloads import COMPLETIONS_PATH, build_completions_payload
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.schedule.scheduler import LoadConfig, PreparedRequest
-from inferx_core.pipeline.drive import drive
-from inferx_core.pipeline.requests import BenchTarget, Requests
+from inferx_core.pipeline.point.drive import drive
+from inferx_core.pipeline.point.requests import BenchTarget, Requests
 from inferx_core.telemetry.recorder import TelemetryRecorder
 from inferx_core.testing.server_pool import ServerPool
 

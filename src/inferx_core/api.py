@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the public names: each imported on first use (_lazy.attach)
     from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
     from inferx_core.interop.export import ExportOptions, export_paths, export_results
     from inferx_core.interop.importers import import_file
-    from inferx_core.pipeline.bench_api import arun_bench, run_bench
+    from inferx_core.pipeline.bench.api import arun_bench, run_bench
     from inferx_core.results.files import read_result
     from inferx_core.results.model import parse_result
 

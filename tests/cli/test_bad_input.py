@@ -30,7 +30,7 @@ from inferx_core.config.models import RunConfig
 from inferx_core.config.sweep import SweepConfig
 from inferx_core.errors import UserFacingError
 from inferx_core.load.prompts.dataset import DatasetError, load_jsonl_dataset
-from inferx_core.pipeline.run import run_configs
+from inferx_core.pipeline.server.run import run_configs
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform
 from inferx_core.testing import ServerProcess

@@ -26,7 +26,7 @@ from inferx_core.cli.app import main
 from inferx_core.config.models import RunConfig
 from inferx_core.config.secrets import is_public_env_name
 from inferx_core.executors.slurm import SlurmExecutor
-from inferx_core.pipeline.run import run_configs
+from inferx_core.pipeline.server.run import run_configs
 from inferx_core.sdk.log import configure_logging
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform

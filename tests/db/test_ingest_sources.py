@@ -112,7 +112,7 @@ def test_run_db_stores_each_point_and_keeps_the_export(db_url, tmp_path) -> None
     from inferx_core.cli.db import db_ingester
     from inferx_core.cli.interop import point_exporter
     from inferx_core.config.models import RunConfig
-    from inferx_core.pipeline.run import run_configs
+    from inferx_core.pipeline.server.run import run_configs
     from inferx_core.sdk.manager import get_plugin_manager
     from inferx_core.sdk.platform import Platform
 

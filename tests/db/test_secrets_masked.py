@@ -28,13 +28,13 @@ from inferx_core.interop.export import ExportOptions, PointExporter
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.summarize import summarize
-from inferx_core.pipeline.assemble import (
+from inferx_core.pipeline.bench.api import run_bench
+from inferx_core.pipeline.point.assemble import (
     Measured,
     PointSource,
     measured_result,
     never_ran_result,
 )
-from inferx_core.pipeline.bench_api import run_bench
 from inferx_core.results.model import parse_result
 from inferx_core.testing import SSETestServer
 from inferx_core.testing.server import ServerProtocol

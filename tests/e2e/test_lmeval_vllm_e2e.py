@@ -17,7 +17,7 @@ import pytest
 from gsm8k_fixture import QUESTIONS, require_lmeval_python, write_gsm8k
 
 from inferx_core.demo.run import SERVED_NAME, demo_config
-from inferx_core.pipeline.run import run_configs
+from inferx_core.pipeline.server.run import run_configs
 from inferx_core.report import write_report
 from inferx_core.results.files import read_result
 

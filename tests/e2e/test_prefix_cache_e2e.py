@@ -7,7 +7,7 @@ import pytest
 
 from inferx_core.config.models import LoadProfile, Workload
 from inferx_core.demo.run import demo_config
-from inferx_core.pipeline.run import run_configs
+from inferx_core.pipeline.server.run import run_configs
 
 pytestmark = pytest.mark.engine
 

@@ -22,7 +22,7 @@ from inferx_core.config.search import SearchConfig
 from inferx_core.demo.run import demo_config
 from inferx_core.metrics.requests import request_metrics
 from inferx_core.metrics.search_verdict import judge_run
-from inferx_core.pipeline.run import run_configs
+from inferx_core.pipeline.server.run import run_configs
 from inferx_core.results.read import load_results, read_request_records
 
 pytestmark = pytest.mark.engine

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from inferx_core.demo.run import SERVED_NAME, demo_config
-from inferx_core.pipeline.run import run_configs
+from inferx_core.pipeline.server.run import run_configs
 from inferx_core.results.files import read_result
 
 pytestmark = pytest.mark.engine

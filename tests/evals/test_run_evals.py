@@ -15,7 +15,7 @@ import pytest
 
 from inferx_core import AccuracyRecord, EvalTarget, EvalTask, EvaluatorInfo, hookimpl
 from inferx_core.config.models import RunConfig
-from inferx_core.pipeline.run import run_configs
+from inferx_core.pipeline.server.run import run_configs
 from inferx_core.results.files import read_result
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform

@@ -20,7 +20,7 @@ import pytest
 from inferx_core import LaunchSpec, hookimpl
 from inferx_core.config.models import RunConfig, ServerConfig
 from inferx_core.executors.deployment_run import deployment_launch_plan
-from inferx_core.pipeline.run import run_configs
+from inferx_core.pipeline.server.run import run_configs
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Accelerator, Platform
 from inferx_core.sdk.probes import EngineMetricsMap

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from inferx_core.cli.app import main
 from inferx_core.config.models import BenchConfig, LoadProfile, Workload
-from inferx_core.pipeline.bench_api import run_bench
+from inferx_core.pipeline.bench.api import run_bench
 from inferx_core.results.read import (
     load_results,
     read_request_records,

@@ -9,7 +9,7 @@ import pytest
 
 from inferx_core.cli import main
 from inferx_core.config.models import BenchConfig, LoadProfile, Workload
-from inferx_core.pipeline.bench_api import run_bench
+from inferx_core.pipeline.bench.api import run_bench
 from inferx_core.results.read import load_results
 from inferx_core.testing import ServerProcess
 

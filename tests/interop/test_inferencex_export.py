@@ -19,7 +19,7 @@ from inferx_core.errors import UserFacingError
 from inferx_core.interop.export import ExportOptions, export_paths
 from inferx_core.interop.inferencex import NotExportable, inferencex_aggregate, power_fields
 from inferx_core.interop.metadata import InferenceXMetadata, resolve_metadata
-from inferx_core.pipeline.bench_api import run_bench
+from inferx_core.pipeline.bench.api import run_bench
 from inferx_core.results.read import load_results
 from inferx_core.telemetry.model import TelemetrySection
 from inferx_core.testing import ServerProcess

@@ -13,7 +13,7 @@ from inferx_core.cli.app import build_parser
 from inferx_core.cli.interop import point_exporter
 from inferx_core.config.models import RunConfig
 from inferx_core.errors import UserFacingError
-from inferx_core.pipeline.run import run_configs
+from inferx_core.pipeline.server.run import run_configs
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform
 

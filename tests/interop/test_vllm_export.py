@@ -21,7 +21,7 @@ from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.interop.export import ExportOptions, PointExporter, export_paths
 from inferx_core.interop.vllm_bench import vllm_bench_result
 from inferx_core.load.records.request import RequestRecord
-from inferx_core.pipeline.bench_api import run_bench
+from inferx_core.pipeline.bench.api import run_bench
 from inferx_core.results.read import load_results
 from inferx_core.testing import ServerProcess
 

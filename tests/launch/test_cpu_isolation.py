@@ -76,7 +76,7 @@ def test_client_pinning_is_restored() -> None:
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="needs Linux CPU affinity")
 def test_bench_client_cpus_pin_the_client_while_it_runs() -> None:
     from inferx_core.config.models import BenchConfig, LoadProfile, Workload
-    from inferx_core.pipeline.bench_api import run_bench
+    from inferx_core.pipeline.bench.api import run_bench
     from inferx_core.testing import ServerProcess
 
     before = os.sched_getaffinity(0)

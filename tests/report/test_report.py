@@ -145,7 +145,7 @@ def test_report_of_a_real_vllm_cpu_result(tmp_path: Path) -> None:
 
 def test_report_of_real_bench_results_with_assumed_gpus(tmp_path: Path) -> None:
     from inferx_core.config.models import BenchConfig, LoadProfile, Workload
-    from inferx_core.pipeline.bench_api import run_bench
+    from inferx_core.pipeline.bench.api import run_bench
     from inferx_core.testing import ServerProcess
 
     with ServerProcess(ttft_ms=5, itl_ms=2) as server:

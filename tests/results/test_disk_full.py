@@ -17,7 +17,7 @@ import pytest
 
 from inferx_core.cli.app import main
 from inferx_core.config.models import RunConfig
-from inferx_core.pipeline.run import run_configs
+from inferx_core.pipeline.server.run import run_configs
 from inferx_core.results.files import ResultWriteError, read_result, write_json_atomic
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform

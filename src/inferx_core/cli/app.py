@@ -160,7 +160,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from inferx_core.config.loader import load_config
     from inferx_core.config.models import BenchConfig
     from inferx_core.config.sweep import SweepConfig
-    from inferx_core.pipeline.inputs import check_workload_files
+    from inferx_core.pipeline.point.inputs import check_workload_files
 
     config = load_config(args.config)
     runs: list[Any] = (

@@ -345,7 +345,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import json
     import sys
 
-    from inferx_core.pipeline.bench import bench_points
+    from inferx_core.pipeline.bench.points import bench_points
     from inferx_core.report.console import print_summary
 
     config = bench_config_from_args(args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from inferx_core.pipeline.argv_check import describe
+from inferx_core.pipeline.server.argv_check import describe
 from inferx_core.sdk.argv_check import ArgvVerdict
 
 __all__ = ["render_deployment"]

@@ -137,7 +137,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from inferx_core.evals.model import EvalReport
     from inferx_core.evals.registry import get_evaluator
     from inferx_core.evals.run import evaluate_tasks
-    from inferx_core.pipeline.requests import discover_model
+    from inferx_core.pipeline.point.requests import discover_model
     from inferx_core.results.files import write_json_atomic
     from inferx_core.sdk.evaluator import EvalTarget, EvalTask
     from inferx_core.sdk.manager import get_plugin_manager

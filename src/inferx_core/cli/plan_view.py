@@ -1,7 +1,7 @@
 """How `inferx plan` shows a server's launch, an executor's plan and the engines' verdicts.
 
 A server's plan is the ``LaunchPlan`` that ``inferx run`` starts
-(``pipeline.launch_plan.plan_launch``), shown as data: the plan does not build
+(``pipeline.server.launch_plan.plan_launch``), shown as data: the plan does not build
 a launch of its own, so both accept and refuse the same configurations.
 """
 
@@ -31,8 +31,8 @@ def server_view(
     The port is the configured one or, with none, the engine's default, shown as a
     placeholder: the run picks a free one (``port_note``)."""
     from inferx_core.config.points import point_ids
-    from inferx_core.pipeline.argv_check import check_argv
-    from inferx_core.pipeline.launch_plan import plan_launch
+    from inferx_core.pipeline.server.argv_check import check_argv
+    from inferx_core.pipeline.server.launch_plan import plan_launch
     from inferx_core.sdk.registries import engine_registry
 
     port = cfg.port or engine_registry(pm).get(cfg.engine).info.default_port
@@ -73,7 +73,7 @@ def render_plan(plans: list[dict[str, Any]]) -> None:
 
 
 def _render_server(console: Any, item: dict[str, Any]) -> None:
-    from inferx_core.pipeline.argv_check import describe
+    from inferx_core.pipeline.server.argv_check import describe
     from inferx_core.sdk.argv_check import ArgvVerdict
 
     spec = item["spec"]

@@ -17,7 +17,7 @@ from inferx_core.config.bounds import MAX_REPEATS
 
 if TYPE_CHECKING:
     from inferx_core.config.models import RunConfig
-    from inferx_core.pipeline.run import RunSummary
+    from inferx_core.pipeline.server.run import RunSummary
     from inferx_core.sdk.executor import Executor
     from inferx_core.sdk.manager import InferxPluginManager
     from inferx_core.sdk.platform import Platform
@@ -266,8 +266,8 @@ def _execute(
     configs: list[RunConfig], args: argparse.Namespace, pm: InferxPluginManager, platform: Platform
 ) -> int:
     from inferx_core.executors.deployment_run import deployment_launch_plan
-    from inferx_core.pipeline.evals import accuracy_failures, evaluation_failures
-    from inferx_core.pipeline.run import run_configs
+    from inferx_core.pipeline.server.evals import accuracy_failures, evaluation_failures
+    from inferx_core.pipeline.server.run import run_configs
     from inferx_core.report.console import print_summary
 
     output = Path(args.output) if args.output else None
@@ -326,7 +326,7 @@ def with_repeats(configs: list[RunConfig], repeats: int | None) -> list[RunConfi
 def cmd_run(args: argparse.Namespace) -> int:
     from inferx_core.cli.filters import apply_filters
     from inferx_core.config.loader import load_run_configs
-    from inferx_core.pipeline.inputs import check_workload_files
+    from inferx_core.pipeline.point.inputs import check_workload_files
     from inferx_core.sdk.manager import get_plugin_manager
 
     configs = with_repeats(apply_filters(load_run_configs(args.config), args), args.repeats)

@@ -1,7 +1,7 @@
 """A deployment made concrete: every process, where, with what argv and env; what the load hits.
 
 ``inferx plan`` shows it and ``inferx run`` starts it, both from here, so what
-the plan shows is what runs (as :mod:`inferx_core.pipeline.launch_plan` does
+the plan shows is what runs (as :mod:`inferx_core.pipeline.server.launch_plan` does
 for one server). ``hosts`` is where the processes go: this machine for the
 local executor (:func:`~inferx_core.executors.multinode.one_machine`), the
 allocation's nodes under SLURM, or placeholders (``node0``, ...) when a SLURM
@@ -111,7 +111,7 @@ class DeploymentPlan:
         with ``pm``, each engine process's argv as the engine's own parser judges it."""
         processes = [self.process_view(la) for la in self.launches]
         if pm is not None:
-            from inferx_core.pipeline.argv_check import check_argv
+            from inferx_core.pipeline.server.argv_check import check_argv
 
             for proc, la in zip(processes, self.launches, strict=True):
                 if la.context.role != "router":  # the router is not the engine's parser's

@@ -1,6 +1,6 @@
 """``inferx run`` of a deployment: every process started, all ready, the load on the endpoint.
 
-The runner's single-server session (:mod:`inferx_core.pipeline.run`) does the
+The runner's single-server session (:mod:`inferx_core.pipeline.server.run`) does the
 rest unchanged (points, watchdog, results, every exit path stopping the
 server), because a deployment is handed to it as one server:
 
@@ -26,7 +26,7 @@ from inferx_core.executors.deployment_plan import DeploymentPlan, plan_deploymen
 from inferx_core.executors.multinode import RoleLaunch
 from inferx_core.launch.readiness import DEFAULT_PROBES, EngineExited, wait_until_ready
 from inferx_core.launch.resolve import ResolvedLaunch
-from inferx_core.pipeline.launch_plan import LaunchPlan, plan_launch
+from inferx_core.pipeline.server.launch_plan import LaunchPlan, plan_launch
 from inferx_core.sdk.launch_spec import LaunchSpec
 from inferx_core.sdk.launcher import Launcher, ServerHandle
 from inferx_core.sdk.manager import InferxPluginManager

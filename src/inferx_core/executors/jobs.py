@@ -34,7 +34,7 @@ from inferx_core.results.files import is_complete, utc_now, write_json_atomic
 from inferx_core.sdk.redact import REDACTED, redact
 
 if TYPE_CHECKING:
-    from inferx_core.pipeline.run import RunSummary
+    from inferx_core.pipeline.server.run import RunSummary
 
 MANIFEST_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -250,7 +250,7 @@ def run_job(
     (the CLI prints it; rendering is the report layer's, above this one).
     """
     from inferx_core.executors.deployment_run import slurm_deployment_launch_plan
-    from inferx_core.pipeline.run import run_configs
+    from inferx_core.pipeline.server.run import run_configs
 
     manifest_path = Path(manifest_path).resolve()
     job, cfg = _job_config(manifest_path, index)

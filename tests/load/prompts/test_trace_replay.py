@@ -13,8 +13,8 @@ from inferx_core.config.models import BenchConfig, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint, load_points, point_id_for
 from inferx_core.load.tokens.counter import CounterAttempt, CounterResolution, EstimateCounter
 from inferx_core.load.tokens.tokenizer import LocalTokenizer
-from inferx_core.pipeline.bench_api import run_bench
-from inferx_core.pipeline.requests import BenchTarget, build_requests
+from inferx_core.pipeline.bench.api import run_bench
+from inferx_core.pipeline.point.requests import BenchTarget, build_requests
 from inferx_core.results.model import parse_result
 from inferx_core.testing import ServerProcess
 

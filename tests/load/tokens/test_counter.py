@@ -20,7 +20,7 @@ import pytest
 from inferx_core import hookimpl
 from inferx_core.cli.app import main
 from inferx_core.config.models import RunConfig, ServerConfig
-from inferx_core.pipeline.run import run_configs
+from inferx_core.pipeline.server.run import run_configs
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform
 from inferx_core.testing import ServerProcess

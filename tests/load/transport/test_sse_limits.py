@@ -31,7 +31,7 @@ from inferx_core.load.transport.sse import (
     StreamDecoder,
     use_json_backend,
 )
-from inferx_core.pipeline.bench_api import run_bench
+from inferx_core.pipeline.bench.api import run_bench
 from inferx_core.testing import ServerProcess
 
 KIB = 1024

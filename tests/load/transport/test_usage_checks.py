@@ -26,7 +26,7 @@ from inferx_core.load.transport.chunks import BACKENDS
 from inferx_core.load.transport.sse import StreamDecoder, use_json_backend
 from inferx_core.load.transport.usage import usage_disagreement
 from inferx_core.metrics.summarize import summarize
-from inferx_core.pipeline.bench_api import run_bench
+from inferx_core.pipeline.bench.api import run_bench
 from inferx_core.results.files import read_result
 from inferx_core.testing import ServerProcess
 

@@ -32,8 +32,8 @@ from inferx_core.load.workers.plan import (
     with_arrival_times,
 )
 from inferx_core.metrics.validity import assess
-from inferx_core.pipeline.drive import DrivePlan, drive
-from inferx_core.pipeline.requests import BenchTarget, Requests
+from inferx_core.pipeline.point.drive import DrivePlan, drive
+from inferx_core.pipeline.point.requests import BenchTarget, Requests
 from inferx_core.telemetry.recorder import TelemetryRecorder
 from inferx_core.testing import ServerProcess
 from inferx_core.testing.server_pool import ServerPool

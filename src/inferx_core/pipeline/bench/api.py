@@ -28,11 +28,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from inferx_core.load.schedule.progress import RequestListener, request_listener
-from inferx_core.pipeline.bench import bench_points
+from inferx_core.pipeline.bench.points import bench_points
 
 if TYPE_CHECKING:
     from inferx_core.config.models import BenchConfig
-    from inferx_core.pipeline.point import PointOutcome
+    from inferx_core.pipeline.point.measure import PointOutcome
 
 
 def run_bench(

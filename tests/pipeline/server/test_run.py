@@ -25,15 +25,15 @@ import pytest
 from inferx_core.config.models import RunConfig
 from inferx_core.config.points import point_ids, server_id
 from inferx_core.launch.process import port_is_free
-from inferx_core.pipeline.point import PointOutcome
-from inferx_core.pipeline.run import RunSummary, run_configs
+from inferx_core.pipeline.point.measure import PointOutcome
+from inferx_core.pipeline.server.run import RunSummary, run_configs
 from inferx_core.results.files import read_result, result_path
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform
 
 SECRET = "hf_secret_value_42"
 LATENCY_FIELDS = ("median_ttft_ms", "mean_ttft_ms", "p99_e2el_ms", "output_throughput")
-PLATFORMS = Path(__file__).parents[1] / "platforms"
+PLATFORMS = Path(__file__).parents[2] / "platforms"
 
 
 def fake_pm() -> Any:

@@ -1,10 +1,10 @@
-"""One launched server's life in ``inferx run``: :class:`ServerSession`.
+"""One launched server's life in ``inferx run``: :class:`LaunchedServer`.
 
 Start the engine (preflight, the configured launcher), wait until its probes pass,
-check the workload fits, build the session's :class:`SessionPlan` (target, token
+check the workload fits, build the server's :class:`ServerPlan` (target, token
 counter asked of the engine's own plugin, telemetry, engine watchdog, speculative
 check), run every load point (or the capacity search) through
-:func:`~inferx_core.pipeline.point.measure_point`, then the evals, and stop the
+:func:`~inferx_core.pipeline.point.measure.measure_point`, then the evals, and stop the
 engine on every exit path. A failure at any step becomes the failed results of the
 points it left, naming the cause; a process that dies names itself (a deployment's
 handle says which role and process, on which node).
@@ -33,15 +33,15 @@ from inferx_core.launch.readiness import (
 from inferx_core.launch.resolve import cpu_split
 from inferx_core.load.schedule.client_load import pinned
 from inferx_core.metrics.search_model import SearchSummary
-from inferx_core.pipeline.assemble import PointSource, never_ran_result
-from inferx_core.pipeline.evals import run_evals
-from inferx_core.pipeline.inputs import InputError, check_server_context
-from inferx_core.pipeline.launch_plan import LaunchPlan, launch_context
-from inferx_core.pipeline.point import BenchTarget, PointOutcome, measure_point
-from inferx_core.pipeline.repeats import combine, repeat_dir
-from inferx_core.pipeline.requests import continuous_usage_for
-from inferx_core.pipeline.run_search import search_on_server
-from inferx_core.pipeline.session_plan import SessionPlan
+from inferx_core.pipeline.point.assemble import PointSource, never_ran_result
+from inferx_core.pipeline.point.inputs import InputError, check_server_context
+from inferx_core.pipeline.point.measure import BenchTarget, PointOutcome, measure_point
+from inferx_core.pipeline.point.repeats import combine, repeat_dir
+from inferx_core.pipeline.point.requests import continuous_usage_for
+from inferx_core.pipeline.point.server_plan import ServerPlan
+from inferx_core.pipeline.search.launched import search_on_server
+from inferx_core.pipeline.server.evals import run_evals
+from inferx_core.pipeline.server.launch_plan import LaunchPlan, launch_context
 from inferx_core.results.files import ResultWriteError, write_result
 from inferx_core.sdk.launcher import ServerHandle
 from inferx_core.sdk.log import get_logger
@@ -51,7 +51,7 @@ from inferx_core.sdk.redact import redact
 from inferx_core.sdk.registries import engine_registry
 from inferx_core.telemetry.session import build_plan
 
-__all__ = ["LOG_TAIL_LINES", "RunSummary", "ServerSession"]
+__all__ = ["LOG_TAIL_LINES", "LaunchedServer", "RunSummary"]
 
 log = get_logger("inferx.runner")
 LOG_TAIL_LINES = 60
@@ -74,7 +74,7 @@ class RunSummary:
         return not self.failed
 
 
-class ServerSession:
+class LaunchedServer:
     """One server's life: start, readiness, each load point, stop; failures become results."""
 
     def __init__(
@@ -250,10 +250,10 @@ class ServerSession:
         num_gpus = len(gpu_ids) or None  # CPU engines: per-GPU figures stay null
         if not self.fits_context(todo):
             return
-        session = self.session_plan(telemetry, num_gpus, progress)
+        points = self.server_plan(telemetry, num_gpus, progress)
         if cfg.search is not None:  # one capacity search: its probes are this server's points
             run = search_on_server(
-                self, cfg, session, resume=self.resume, on_skip=self.summary.skipped.append
+                self, cfg, points, resume=self.resume, on_skip=self.summary.skipped.append
             )
             self.summary.searches.append(run.summary)
             return
@@ -270,7 +270,7 @@ class ServerSession:
                         engine_log_tail=self.log_tail(),
                     )
                     return
-                outcome = self.run_one(session, point, pid, folder)
+                outcome = self.run_one(points, point, pid, folder)
                 if outcome is None:
                     continue
                 if repeats == 1:
@@ -287,12 +287,12 @@ class ServerSession:
             if rounds.get(pid):
                 self.record(combine(rounds.pop(pid), self.output_dir))
 
-    def session_plan(
+    def server_plan(
         self, telemetry: Any, num_gpus: int | None, progress: bool | None
-    ) -> SessionPlan:
+    ) -> ServerPlan:
         """What every point on this engine shares: the target, the watchdog, the counter..."""
         cfg = self.plan.cfg
-        return SessionPlan(
+        return ServerPlan(
             self.target(),
             cfg.workload,
             cfg.load,
@@ -310,12 +310,12 @@ class ServerSession:
         )
 
     def run_one(
-        self, session: SessionPlan, point: LoadPoint, pid: str, folder: Path
+        self, points: ServerPlan, point: LoadPoint, pid: str, folder: Path
     ) -> PointOutcome | None:
         """One run of one point; a failure is written with its reason (None returned)."""
         try:
             source = self.source(point, pid)
-            return measure_point(session, point, pid, output_dir=folder, source=source)
+            return measure_point(points, point, pid, output_dir=folder, source=source)
         except ResultWriteError:
             raise  # a full disk fails every point after it too: stop the run, say why
         except Exception as exc:  # this point fails with its reason; the sweep moves on

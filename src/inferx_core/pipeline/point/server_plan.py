@@ -1,12 +1,12 @@
-"""What every load point against one server shares: the :class:`SessionPlan`.
+"""What every load point against one server shares: the :class:`ServerPlan`.
 
-A server session (``inferx bench`` against a running server, one launched
+A server (``inferx bench`` against a running server, one launched
 engine of ``inferx run``, a capacity search's probes) runs many points. The
 server, the workload and load settings, the token counter, the telemetry,
 the GPU count, the SLOs, the engine watchdog and the speculative decoding the
 server was asked for are fixed for all of them;
 only the point (its load level, id, output folder and provenance) changes.
-The plan is built once per session and handed to every point, instead of a
+The plan is built once per server and handed to every point, instead of a
 long list of arguments repeated at each call.
 """
 
@@ -20,10 +20,10 @@ from inferx_core.config.models import SLO, LoadProfile, Workload
 from inferx_core.config.speculative import SpeculativeConfig
 from inferx_core.config.validity import ValidityLimits
 from inferx_core.load.tokens.counter import CounterResolution
-from inferx_core.pipeline.requests import BenchTarget
+from inferx_core.pipeline.point.requests import BenchTarget
 from inferx_core.telemetry.session import TelemetryPlan
 
-__all__ = ["AbortCheck", "FailureDetails", "SessionPlan"]
+__all__ = ["AbortCheck", "FailureDetails", "ServerPlan"]
 
 #: Called while a point runs; returns a reason to abort (e.g. "engine exited"), else None.
 AbortCheck = Callable[[], "str | None"]
@@ -33,8 +33,8 @@ FailureDetails = Callable[[str], "tuple[str, dict[str, Any]]"]
 
 
 @dataclass(frozen=True)
-class SessionPlan:
-    """The fixed part of every point of one server session.
+class ServerPlan:
+    """The fixed part of every point against one server.
 
     ``num_gpus_reason``: why ``num_gpus`` is unknown (the per-GPU figures' null
     reason); ``gpu_split``: a deployment's ``num_prefill_gpus``/``num_decode_gpus``

@@ -1,8 +1,9 @@
 """One load point against a running OpenAI-compatible server: :func:`measure_point`.
 
-Used by ``inferx bench`` (a server someone else started, :mod:`.bench`), by the
+Used by ``inferx bench`` (a server someone else started,
+:mod:`~inferx_core.pipeline.bench.points`), by the
 runner after it launched an engine, and by the capacity search's probes. What
-the points of one server share is a :class:`~.session_plan.SessionPlan`; for each
+the points of one server share is a :class:`~.server_plan.ServerPlan`; for each
 load level: build the workload (exact prompt lengths, seeded), warm up, run the
 measured window, summarise the records into metrics, and write one result file
 plus a per-request sidecar, atomically.
@@ -28,7 +29,7 @@ from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.speculative import acceptance_check
 from inferx_core.metrics.summarize import summarize
 from inferx_core.metrics.validity import Validity, ValidityCheck, assess
-from inferx_core.pipeline.assemble import (
+from inferx_core.pipeline.point.assemble import (
     Measured,
     PointSource,
     mask_records,
@@ -36,11 +37,11 @@ from inferx_core.pipeline.assemble import (
     never_ran_result,
     point_status,
 )
-from inferx_core.pipeline.drive import Drive, DrivePlan
-from inferx_core.pipeline.drive import drive as drive_point
-from inferx_core.pipeline.requests import BenchTarget, Requests, build_requests
-from inferx_core.pipeline.session_plan import FailureDetails, SessionPlan
-from inferx_core.pipeline.session_requests import build_session_requests
+from inferx_core.pipeline.point.drive import Drive, DrivePlan
+from inferx_core.pipeline.point.drive import drive as drive_point
+from inferx_core.pipeline.point.requests import BenchTarget, Requests, build_requests
+from inferx_core.pipeline.point.server_plan import FailureDetails, ServerPlan
+from inferx_core.pipeline.point.session_requests import build_session_requests
 from inferx_core.results.files import (
     requests_path,
     telemetry_path,
@@ -57,12 +58,12 @@ __all__ = [
     "DEFAULT_PERCENTILES",
     "BenchTarget",
     "PointOutcome",
-    "SessionPlan",
+    "ServerPlan",
     "arrival_label",
     "measure_point",
 ]
 
-#: The latency percentiles a point reports unless its session names others.
+#: The latency percentiles a point reports unless its server's plan names others.
 DEFAULT_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
 
@@ -80,7 +81,7 @@ class PointOutcome:
         return self.result.status
 
 
-def _point_metrics(plan: SessionPlan, result: ScheduleResult) -> PointMetrics:
+def _point_metrics(plan: ServerPlan, result: ScheduleResult) -> PointMetrics:
     """The point's metrics; a deployment's ``gpu_split`` (``num_prefill_gpus``/
     ``num_decode_gpus`` or ``num_gpus``) replaces ``num_gpus`` when given."""
     gpus = dict(plan.gpu_split) if plan.gpu_split else {"num_gpus": plan.num_gpus}
@@ -184,7 +185,7 @@ def _write_point(
     return write_point_files(output_dir, result, sidecars)
 
 
-def _load_config(plan: SessionPlan, point: LoadPoint, requests: Requests) -> LoadConfig:
+def _load_config(plan: ServerPlan, point: LoadPoint, requests: Requests) -> LoadConfig:
     load, workload = plan.load, plan.workload
     # the ramp counts arrivals: a multi-turn session arrives once for its turns
     n_requests = requests.n_measured // (workload.turns if workload.kind == "multi-turn" else 1)
@@ -211,14 +212,14 @@ def _load_config(plan: SessionPlan, point: LoadPoint, requests: Requests) -> Loa
 
 
 def _drive_plan(
-    plan: SessionPlan,
+    plan: ServerPlan,
     point: LoadPoint,
     point_id: str,
     requests: Requests,
     recorder: TelemetryRecorder,
     output_dir: Path | None,
 ) -> DrivePlan:
-    """How the driver runs this point of the session."""
+    """How the driver runs this point of the plan."""
     load = plan.load
     return DrivePlan(
         plan.target,
@@ -235,7 +236,7 @@ def _drive_plan(
 
 
 def _with_target(
-    plan: SessionPlan, source: PointSource, point_id: str, point: LoadPoint
+    plan: ServerPlan, source: PointSource, point_id: str, point: LoadPoint
 ) -> PointSource:
     return replace(
         source,
@@ -265,7 +266,7 @@ def _decide(
 
 
 def _build_or_note_interrupt(
-    plan: SessionPlan, point: LoadPoint, source: PointSource, output_dir: Path | None
+    plan: ServerPlan, point: LoadPoint, source: PointSource, output_dir: Path | None
 ) -> Requests:
     """The point's requests; a signal while they are built (prompts counted on the
     server can take seconds) still leaves a result saying so, with nothing measured."""
@@ -281,7 +282,7 @@ def _build_or_note_interrupt(
 
 
 def _validity(
-    plan: SessionPlan,
+    plan: ServerPlan,
     point: LoadPoint,
     requests: Requests,
     drive: Drive,
@@ -305,7 +306,7 @@ def _validity(
 
 
 def _measured(
-    plan: SessionPlan,
+    plan: ServerPlan,
     point: LoadPoint,
     requests: Requests,
     drive: Drive,
@@ -327,14 +328,14 @@ def _measured(
 
 
 def measure_point(
-    plan: SessionPlan,
+    plan: ServerPlan,
     point: LoadPoint,
     point_id: str,
     *,
     output_dir: Path | None = None,
     source: PointSource | None = None,
 ) -> PointOutcome:
-    """Run one load point of ``plan``'s session and write its result (when ``output_dir``
+    """Run one load point of ``plan`` and write its result (when ``output_dir``
     is given).
 
     ``source``: ids and provenance of the server. A failed point asks

@@ -21,8 +21,8 @@ import pytest
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.cli.app import main
 from inferx_core.config.models import RunConfig
-from inferx_core.pipeline.run import run_configs
-from inferx_core.pipeline.search import SearchSetupError
+from inferx_core.pipeline.search.driver import SearchSetupError
+from inferx_core.pipeline.server.run import run_configs
 from inferx_core.report import write_report
 from inferx_core.results.read import load_results
 from inferx_core.results.search_files import load_search_summaries

@@ -77,7 +77,7 @@ def test_run_repeats_on_one_launched_engine(tmp_path: Path) -> None:
     import fake_engine
 
     from inferx_core.config.models import RunConfig
-    from inferx_core.pipeline.run import run_configs
+    from inferx_core.pipeline.server.run import run_configs
     from inferx_core.sdk.manager import get_plugin_manager
     from inferx_core.sdk.platform import Platform
 

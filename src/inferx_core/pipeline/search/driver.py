@@ -1,18 +1,19 @@
-"""Run a capacity search against a running server: every probe is a normal load point.
+"""The capacity search driver: every probe is a normal load point.
 
-:func:`run_search` hands :func:`~inferx_core.metrics.search.search_capacity` a
+:func:`search_probes` hands :func:`~inferx_core.metrics.search.search_capacity` a
 ``measure(level, run)`` that runs one point (closed loop at a concurrency, or
-open loop at a rate) with :func:`~inferx_core.pipeline.point.measure_point` in the
-server's :class:`~inferx_core.pipeline.session_plan.SessionPlan` (built once, its
-SLOs and percentiles the search's: :func:`probe_session`), judges
+open loop at a rate) through the :class:`SearchPlan`'s probe runner, in the
+server's :class:`~inferx_core.pipeline.point.server_plan.ServerPlan` (its SLOs and
+percentiles the search's: :func:`probe_plan`), judges
 it (:func:`~inferx_core.metrics.search_verdict.judge_run`) and tags its result
 with the search (``provenance.extra.search``). A probe run again for noise
 keeps its runs in ``OUTPUT/repeats/r<k>/`` and is then combined by the repeats
-machinery (:func:`~inferx_core.pipeline.repeats.combine`): the point's result is
+machinery (:func:`~inferx_core.pipeline.point.repeats.combine`): the point's result is
 its median run with a ``repeats`` section. ``resume`` reuses every complete
 run already on disk, so an interrupted search replays its decisions and goes
 on where it stopped. The answer is a :class:`SearchSummary` written to
-``OUTPUT/search/<search_id>.json``.
+``OUTPUT/search/<search_id>.json``. Its two entries: :mod:`.running` (a running
+server, ``inferx search``) and :mod:`.launched` (``search:`` in ``inferx run``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
+from inferx_core.config.models import SLO, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint, point_id_for
 from inferx_core.config.search import SearchConfig, percentile_limit_parts
 from inferx_core.errors import UserFacingError
@@ -38,12 +39,9 @@ from inferx_core.metrics.search import (
 )
 from inferx_core.metrics.search_model import SearchSummary
 from inferx_core.metrics.search_verdict import judge_run
-from inferx_core.pipeline.assemble import PointSource
-from inferx_core.pipeline.bench_setup import bench_session, bench_target, bench_tools
-from inferx_core.pipeline.output_lock import holding_output
-from inferx_core.pipeline.point import DEFAULT_PERCENTILES, PointOutcome, measure_point
-from inferx_core.pipeline.repeats import combine, repeat_dir
-from inferx_core.pipeline.session_plan import SessionPlan
+from inferx_core.pipeline.point.measure import DEFAULT_PERCENTILES, PointOutcome
+from inferx_core.pipeline.point.repeats import combine, repeat_dir
+from inferx_core.pipeline.point.server_plan import ServerPlan
 from inferx_core.results.files import REQUESTS_SUFFIX, TELEMETRY_SUFFIX, is_complete, result_path
 from inferx_core.results.model import parse_result
 from inferx_core.results.read import read_json, read_request_records
@@ -55,8 +53,7 @@ __all__ = [
     "SearchRun",
     "SearchSetupError",
     "check_searchable",
-    "probe_session",
-    "run_search",
+    "probe_plan",
     "search_id_for",
     "search_probes",
 ]
@@ -83,7 +80,7 @@ class SearchPlan:
     """What a search needs of its server: ids, folder, and how to run one probe there.
 
     ``inferx bench`` runs probes against a running server, ``inferx run`` against the
-    engine it launched (its session's target, watchdog and provenance)."""
+    engine it launched (its target, watchdog and provenance)."""
 
     search: SearchConfig
     workload: Workload
@@ -139,9 +136,9 @@ def probe_percentiles(wanted: list[float], search: SearchConfig) -> list[float]:
     return out
 
 
-def probe_session(plan: SessionPlan, search: SearchConfig) -> SessionPlan:
-    """The server session's plan for the search's probes: the search's SLOs, and the
-    session's percentiles plus those the search's limits read."""
+def probe_plan(plan: ServerPlan, search: SearchConfig) -> ServerPlan:
+    """The server's plan for the search's probes: the search's SLOs, and the
+    plan's percentiles plus those the search's limits read."""
     wanted = list(plan.percentiles or DEFAULT_PERCENTILES)
     return replace(plan, slo=probe_slo(search), percentiles=probe_percentiles(wanted, search))
 
@@ -230,42 +227,6 @@ def _keep_first_run(output_dir: Path, pid: str) -> None:
         src = output_dir / f"{pid}{suffix}"
         if src.is_file() and not (dst / src.name).exists():
             shutil.copyfile(src, dst / src.name)
-
-
-@holding_output(lambda config, **_: config.output_dir)  # OutputFolderBusy: another run there
-def run_search(
-    config: BenchConfig,
-    *,
-    on_point: Callable[[PointOutcome], None] | None = None,
-    progress: bool | None = None,
-    resume: bool = False,
-    on_skip: Callable[[str], None] | None = None,
-) -> SearchRun:
-    """Search ``config.search`` against ``config.base_url``; write and return the answer."""
-    search = config.search
-    if search is None:
-        raise SearchSetupError("run_search needs a `search:` section (or --search)")
-    check_searchable(config.workload, config.load, search)
-    target, prefix = bench_target(config)
-    with bench_tools(config, target) as (counter, telemetry):
-        session = probe_session(bench_session(config, target, counter, telemetry, progress), search)
-
-        def run_probe(
-            point: LoadPoint, pid: str, folder: Path | None, tag: dict[str, Any]
-        ) -> PointOutcome:
-            context = {"config": config.model_dump(mode="json"), "search": tag}
-            source = PointSource("", point, context=context)
-            return measure_point(session, point, pid, output_dir=folder, source=source)
-
-        plan = SearchPlan(
-            search,
-            config.workload,
-            prefix,
-            config.output_dir,
-            run_probe,
-            max_concurrency=config.load.max_concurrency,
-        )
-        return search_probes(plan, on_point=on_point, resume=resume, on_skip=on_skip)
 
 
 def search_probes(

@@ -2,9 +2,9 @@
 
 For every server configuration: pick a port, resolve the LaunchSpec (engine
 plugin + fixes), start it with the configured launcher, wait until the
-engine's probes pass, run every load point through :mod:`inferx_core.pipeline.point`
+engine's probes pass, run every load point through :mod:`inferx_core.pipeline.point.measure`
 while watching the engine, and stop it (also on errors and Ctrl-C): one server's
-life is :class:`~inferx_core.pipeline.server_session.ServerSession`. Each
+life is :class:`~inferx_core.pipeline.server.lifecycle.LaunchedServer`. Each
 point's result is written atomically as soon as it ends, so a killed run
 loses nothing already finished and ``--resume`` skips it.
 """
@@ -20,12 +20,12 @@ from inferx_core.config.points import point_ids
 from inferx_core.errors import UserFacingError
 from inferx_core.launch.interrupts import handle_interrupts
 from inferx_core.launch.process import free_port
-from inferx_core.pipeline.inputs import check_workload_files
-from inferx_core.pipeline.launch_plan import LaunchPlan, plan_launch
-from inferx_core.pipeline.output_lock import output_lock
-from inferx_core.pipeline.point import PointOutcome
-from inferx_core.pipeline.run_search import check_run_searchable, search_todo
-from inferx_core.pipeline.server_session import RunSummary, ServerSession
+from inferx_core.pipeline.point.inputs import check_workload_files
+from inferx_core.pipeline.point.measure import PointOutcome
+from inferx_core.pipeline.point.output_lock import output_lock
+from inferx_core.pipeline.search.launched import check_run_searchable, search_todo
+from inferx_core.pipeline.server.launch_plan import LaunchPlan, plan_launch
+from inferx_core.pipeline.server.lifecycle import LaunchedServer, RunSummary
 from inferx_core.results.files import ensure_writable, is_complete
 from inferx_core.sdk.log import get_logger
 from inferx_core.sdk.manager import InferxPluginManager, get_plugin_manager
@@ -71,14 +71,14 @@ def run_server(
     used_ports.add(port)
     plan = planner(cfg, pm, platform, port=port, output_dir=output_dir)
     ensure_writable(output_dir)  # before the engine starts, not after its first point
-    session = ServerSession(plan, pm, platform, output_dir, summary, on_point, resume)
+    server = LaunchedServer(plan, pm, platform, output_dir, summary, on_point, resume)
     try:
         check_workload_files(cfg.workload)  # a bad dataset fails here, not after a 30 s launch
     except UserFacingError as exc:
         log.error("workload unusable; engine not launched", server=plan.server_id, error=str(exc))
-        session.write_failed(f"{type(exc).__name__}: {exc}", todo)
+        server.write_failed(f"{type(exc).__name__}: {exc}", todo)
         return summary
-    session.run(todo, progress)
+    server.run(todo, progress)
     return summary
 
 

@@ -1,11 +1,11 @@
 """``inferx bench``: every load point of a :class:`BenchConfig` against its running server.
 
 :func:`bench_points` is the loop behind the CLI and behind the public
-:func:`inferx_core.api.run_bench` (:mod:`.bench_api`, which adds the per-request
+:func:`inferx_core.api.run_bench` (:mod:`.api`, which adds the per-request
 callback and refuses a running event loop); the CLI also passes ``resume``.
-The server's session is set up once (:mod:`.bench_setup`: the checked target,
-the token counter, telemetry) and becomes the :class:`SessionPlan` of every
-point (:func:`~.bench_setup.bench_session`).
+The server is set up once (:mod:`~inferx_core.pipeline.point.setup`: the checked target,
+the token counter, telemetry) and becomes the :class:`ServerPlan` of every
+point (:func:`~inferx_core.pipeline.point.setup.bench_plan`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from pathlib import Path
 
 from inferx_core.config.models import BenchConfig
 from inferx_core.config.points import LoadPoint, load_points, point_id_for
-from inferx_core.pipeline.assemble import PointSource
-from inferx_core.pipeline.bench_setup import bench_session, bench_target, bench_tools
-from inferx_core.pipeline.output_lock import holding_output
-from inferx_core.pipeline.point import PointOutcome, measure_point
-from inferx_core.pipeline.repeats import run_repeated
-from inferx_core.pipeline.session_plan import SessionPlan
+from inferx_core.pipeline.point.assemble import PointSource
+from inferx_core.pipeline.point.measure import PointOutcome, measure_point
+from inferx_core.pipeline.point.output_lock import holding_output
+from inferx_core.pipeline.point.repeats import run_repeated
+from inferx_core.pipeline.point.server_plan import ServerPlan
+from inferx_core.pipeline.point.setup import bench_plan, bench_target, bench_tools
 from inferx_core.results.files import is_complete
 
 __all__ = ["bench_points"]
@@ -45,7 +45,7 @@ def bench_points(
     if not points:
         return []
     with bench_tools(config, target) as (counter, telemetry):
-        plan = bench_session(config, target, counter, telemetry, progress)
+        plan = bench_plan(config, target, counter, telemetry, progress)
         return _run_points(config, plan, prefix, points, on_point)
 
 
@@ -69,7 +69,7 @@ def _points_to_run(
 
 def _run_points(
     config: BenchConfig,
-    plan: SessionPlan,
+    plan: ServerPlan,
     prefix: str,
     points: list[LoadPoint],
     on_point: Callable[[PointOutcome], None] | None,

@@ -1,7 +1,7 @@
 """What ``inferx bench`` sets up around its points: the client's CPUs, whether to ask for
 per-chunk usage, which tokenize routes to ask (the named engine's plugin's), and the
 local telemetry (the client often runs on the serving node); :func:`bench_target`,
-:func:`bench_tools` and :func:`bench_session` are that setup for ``run_bench`` and the
+:func:`bench_tools` and :func:`bench_plan` are that setup for ``run_bench`` and the
 capacity search alike."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from inferx_core.config.points import slug
 from inferx_core.launch.interrupts import handle_interrupts
 from inferx_core.load.schedule.client_load import pinned
 from inferx_core.load.tokens.counter import CounterResolution, resolve_token_counter
-from inferx_core.pipeline.inputs import check_server_context, check_workload_files
-from inferx_core.pipeline.requests import BenchTarget, continuous_usage_for, discover_model
-from inferx_core.pipeline.session_plan import SessionPlan
+from inferx_core.pipeline.point.inputs import check_server_context, check_workload_files
+from inferx_core.pipeline.point.requests import BenchTarget, continuous_usage_for, discover_model
+from inferx_core.pipeline.point.server_plan import ServerPlan
 from inferx_core.results.files import ensure_writable
 from inferx_core.telemetry.session import TelemetryPlan
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from inferx_core.sdk.manager import InferxPluginManager
 
 __all__ = [
-    "bench_session",
+    "bench_plan",
     "bench_target",
     "bench_tools",
     "client_cpus",
@@ -75,15 +75,15 @@ def bench_tools(
             counter.counter.close()  # a server tokenizer's keep-alive client and threads
 
 
-def bench_session(
+def bench_plan(
     config: BenchConfig,
     target: BenchTarget,
     counter: CounterResolution,
     telemetry: TelemetryPlan | None,
     progress: bool | None,
-) -> SessionPlan:
+) -> ServerPlan:
     """What every point of ``inferx bench`` against ``target`` shares."""
-    return SessionPlan(
+    return ServerPlan(
         target,
         config.workload,
         config.load,

@@ -11,11 +11,11 @@ from pydantic import ValidationError
 from inferx_core.cli.app import main
 from inferx_core.config.loader import load_config
 from inferx_core.config.models import BenchConfig, LoadProfile, RunConfig, Workload
-from inferx_core.pipeline.bench_api import run_bench
+from inferx_core.pipeline.bench.api import run_bench
 from inferx_core.results.model import parse_result
 from inferx_core.testing import ServerProcess
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workloads"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "workloads"
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ requests, so the point's planned requests are sessions x turns. Warmup units
 are one-turn sessions of the same message length (they warm the server
 without holding a slot for a whole conversation). A duration-bound point
 cycles the session pool with fresh ids. Every turn's body carries the
-workload's reasoning knob (:func:`~inferx_core.pipeline.requests.extra_body`).
+workload's reasoning knob (:func:`~inferx_core.pipeline.point.requests.extra_body`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from inferx_core.load.prompts.sessions import (
     cycle_sessions,
 )
 from inferx_core.load.tokens.counter import CounterResolution
-from inferx_core.pipeline.requests import (
+from inferx_core.pipeline.point.requests import (
     BenchTarget,
     Requests,
     extra_body,

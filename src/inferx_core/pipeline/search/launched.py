@@ -1,9 +1,9 @@
 """``search:`` in ``inferx run``: one capacity search per server configuration, on the
 engine the run launched.
 
-The search is :func:`~inferx_core.pipeline.search.search_probes`, the same driver as
+The search is :func:`~inferx_core.pipeline.search.driver.search_probes`, the same driver as
 ``inferx bench --search``; only the probe runner differs: each probe is a point of
-the server's session (its :class:`~inferx_core.pipeline.session_plan.SessionPlan`:
+the launched server (its :class:`~inferx_core.pipeline.point.server_plan.ServerPlan`:
 target, engine watchdog, speculative check...; the launch's provenance and server
 id), tagged with its search. An engine that dies mid-search makes its probe a
 failed point, which the search does not judge: it stops ``undetermined`` and says why.
@@ -17,22 +17,22 @@ from typing import Any, Protocol
 from inferx_core.config.models import RunConfig
 from inferx_core.config.points import LoadPoint, point_id_for, server_id
 from inferx_core.config.search import SearchConfig
-from inferx_core.pipeline.assemble import PointSource
-from inferx_core.pipeline.point import PointOutcome, measure_point
-from inferx_core.pipeline.search import (
+from inferx_core.pipeline.point.assemble import PointSource
+from inferx_core.pipeline.point.measure import PointOutcome, measure_point
+from inferx_core.pipeline.point.server_plan import ServerPlan
+from inferx_core.pipeline.search.driver import (
     SearchPlan,
     SearchRun,
     check_searchable,
-    probe_session,
+    probe_plan,
     search_probes,
 )
-from inferx_core.pipeline.session_plan import SessionPlan
 
 __all__ = ["check_run_searchable", "search_on_server", "search_todo"]
 
 
-class ServerSessionLike(Protocol):
-    """What the search needs of ``pipeline.run``'s server session."""
+class LaunchedServerLike(Protocol):
+    """What the search needs of ``pipeline.server.lifecycle``'s launched server."""
 
     context: dict[str, Any]
     output_dir: Path
@@ -62,33 +62,33 @@ def search_todo(cfg: RunConfig) -> list[tuple[LoadPoint, str]]:
 
 
 def search_on_server(
-    session: ServerSessionLike,
+    server: LaunchedServerLike,
     cfg: RunConfig,
-    points: SessionPlan,
+    points: ServerPlan,
     *,
     resume: bool,
     on_skip: Any = None,
 ) -> SearchRun:
-    """Search ``cfg.search`` on the session's running engine (``points``: the plan its
+    """Search ``cfg.search`` on the server's running engine (``points``: the plan its
     points share); write the summary."""
     search = cfg.search
     assert search is not None
-    sid = session.plan.server_id
-    probes = probe_session(points, search)
+    sid = server.plan.server_id
+    probes = probe_plan(points, search)
 
     def run_probe(
         point: LoadPoint, pid: str, folder: Path | None, tag: dict[str, Any]
     ) -> PointOutcome:
-        source = PointSource(pid, point, server_id=sid, context={**session.context, "search": tag})
+        source = PointSource(pid, point, server_id=sid, context={**server.context, "search": tag})
         return measure_point(probes, point, pid, output_dir=folder, source=source)
 
     plan = SearchPlan(
         search,
         cfg.workload,
         server_id(cfg),
-        session.output_dir,
+        server.output_dir,
         run_probe,
         max_concurrency=cfg.load.max_concurrency,
         server_id=sid,
     )
-    return search_probes(plan, on_point=session.record, resume=resume, on_skip=on_skip)
+    return search_probes(plan, on_point=server.record, resume=resume, on_skip=on_skip)

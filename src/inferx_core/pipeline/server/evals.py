@@ -19,7 +19,7 @@ from inferx_core.evals.model import AccuracySection, TaskAccuracy
 from inferx_core.evals.registry import get_evaluator
 from inferx_core.evals.run import evaluate_tasks, tasks_of
 from inferx_core.evals.select import chosen_levels
-from inferx_core.pipeline.point import PointOutcome
+from inferx_core.pipeline.point.measure import PointOutcome
 from inferx_core.results.files import write_result
 from inferx_core.sdk.evaluator import EvalTarget, Evaluator
 from inferx_core.sdk.log import get_logger

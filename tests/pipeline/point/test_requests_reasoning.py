@@ -19,9 +19,9 @@ from inferx_core.config.points import LoadPoint
 from inferx_core.errors import UserFacingError
 from inferx_core.load.prompts.sessions import turn_payload
 from inferx_core.load.tokens.counter import resolve_token_counter
-from inferx_core.pipeline.inputs import check_workload_files
-from inferx_core.pipeline.requests import BenchTarget, build_requests, extra_body
-from inferx_core.pipeline.session_requests import build_session_requests
+from inferx_core.pipeline.point.inputs import check_workload_files
+from inferx_core.pipeline.point.requests import BenchTarget, build_requests, extra_body
+from inferx_core.pipeline.point.session_requests import build_session_requests
 
 TARGET = BenchTarget("http://127.0.0.1:9", "m")
 LOAD = LoadProfile(concurrency=[1], num_prompts=3, warmup=2)

@@ -19,7 +19,7 @@ from inferx_core.config.models import RunConfig
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import load_platform
 
-PLATFORMS = Path(__file__).parents[1] / "platforms"
+PLATFORMS = Path(__file__).parents[2] / "platforms"
 SECRET = "hf_plan_secret_7"
 LLAMA_70B = "meta-llama/Llama-3.1-70B-Instruct"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from inferx_core.config.models import BenchConfig
-from inferx_core.pipeline.search import run_search
+from inferx_core.pipeline.search.running import run_search
 from inferx_core.results.read import load_results
 from inferx_core.results.search_files import load_search_summaries
 from inferx_core.testing import ServerProcess

@@ -1,9 +1,9 @@
-"""A capacity search's probes are points of one server session: one ``SessionPlan``.
+"""A capacity search's probes are points of one server session: one ``ServerPlan``.
 
 ``inferx bench --search`` (``run_search``) and ``search:`` in ``inferx run``
 (``search_on_server``) build the session's plan once and run every probe with
 ``measure_point``; the plan is the session's own with the search's SLOs and
-percentiles (``probe_session``). The keyword adapter ``run_point`` is gone.
+percentiles (``probe_plan``). The keyword adapter ``run_point`` is gone.
 """
 
 from __future__ import annotations
@@ -14,14 +14,15 @@ from typing import Any
 import fake_engine
 import pytest
 
-import inferx_core.pipeline.point as point_module
+import inferx_core.pipeline.point.measure as point_module
 from inferx_core.config.models import BenchConfig, RunConfig
 from inferx_core.config.search import SearchConfig
-from inferx_core.pipeline import run_search as run_search_module
-from inferx_core.pipeline import search as search_module
-from inferx_core.pipeline.run import run_configs
-from inferx_core.pipeline.search import probe_percentiles, probe_slo, run_search
-from inferx_core.pipeline.session_plan import SessionPlan
+from inferx_core.pipeline.point.server_plan import ServerPlan
+from inferx_core.pipeline.search import launched as run_search_module
+from inferx_core.pipeline.search import running as search_module
+from inferx_core.pipeline.search.driver import probe_percentiles, probe_slo
+from inferx_core.pipeline.search.running import run_search
+from inferx_core.pipeline.server.run import run_configs
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform
 from inferx_core.testing import ServerProcess
@@ -29,12 +30,12 @@ from inferx_core.testing import ServerProcess
 SEARCH = {"over": "concurrency", "slo": {"ttft_ms": 50}, "max": 4, "max_probes": 3}
 
 
-def spy(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[SessionPlan]:
+def spy(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[ServerPlan]:
     """Record the plan of every probe ``module`` runs through ``measure_point``."""
-    plans: list[SessionPlan] = []
+    plans: list[ServerPlan] = []
     real = point_module.measure_point
 
-    def measure(plan: SessionPlan, *args: Any, **kwargs: Any) -> Any:
+    def measure(plan: ServerPlan, *args: Any, **kwargs: Any) -> Any:
         plans.append(plan)
         return real(plan, *args, **kwargs)
 
@@ -47,7 +48,7 @@ def test_the_keyword_adapter_is_gone() -> None:
     assert "run_point" not in point_module.__all__
 
 
-def test_bench_search_probes_share_one_session_plan(
+def test_bench_search_probes_share_one_server_plan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plans = spy(monkeypatch, search_module)
@@ -72,7 +73,7 @@ def test_bench_search_probes_share_one_session_plan(
     assert (plan.num_gpus, plan.progress, plan.target.base_url) == (2, False, config.base_url)
 
 
-def test_run_search_probes_are_points_of_the_servers_session(
+def test_run_search_probes_are_points_of_the_servers_plan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plans = spy(monkeypatch, run_search_module)

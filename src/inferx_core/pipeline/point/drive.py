@@ -43,9 +43,9 @@ from inferx_core.load.workers.plan import (
     endless_pool,
     split_load,
 )
-from inferx_core.pipeline.output_lock import SCRATCH_NAME, scratch_dir
-from inferx_core.pipeline.requests import BenchTarget, Requests
-from inferx_core.pipeline.session_plan import AbortCheck
+from inferx_core.pipeline.point.output_lock import SCRATCH_NAME, scratch_dir
+from inferx_core.pipeline.point.requests import BenchTarget, Requests
+from inferx_core.pipeline.point.server_plan import AbortCheck
 from inferx_core.telemetry.recorder import TelemetryRecorder
 
 ABORT_POLL_S = 0.25

@@ -20,7 +20,7 @@ import pytest
 
 from inferx_core.cli.app import main
 from inferx_core.config.models import RunConfig
-from inferx_core.pipeline.output_lock import (
+from inferx_core.pipeline.point.output_lock import (
     LOCK_NAME,
     OWNER_NAME,
     SCRATCH_NAME,
@@ -28,14 +28,14 @@ from inferx_core.pipeline.output_lock import (
     output_lock,
     scratch_dir,
 )
-from inferx_core.pipeline.run import run_configs
+from inferx_core.pipeline.server.run import run_configs
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from inferx_core.pipeline.output_lock import output_lock, scratch_dir
+from inferx_core.pipeline.point.output_lock import output_lock, scratch_dir
 folder = Path(sys.argv[1])
 with output_lock(folder, unit=sys.argv[2] or None):
     with scratch_dir(folder / ".inferx-tmp") as scratch:

@@ -12,8 +12,8 @@ from inferx_core.cli.app import main
 from inferx_core.config.models import SLO, BenchConfig, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint
 from inferx_core.load.tokens.counter import resolve_token_counter
-from inferx_core.pipeline.bench_api import run_bench
-from inferx_core.pipeline.point import BenchTarget, SessionPlan, measure_point
+from inferx_core.pipeline.bench.api import run_bench
+from inferx_core.pipeline.point.measure import BenchTarget, ServerPlan, measure_point
 from inferx_core.results.files import is_complete, read_result
 from inferx_core.results.model import parse_result
 from inferx_core.testing import ServerProcess
@@ -97,7 +97,7 @@ def test_abort_check_fails_the_point_quickly(slow_server: ServerProcess, tmp_pat
     counter = resolve_token_counter(slow_server.base_url, "test-model", None)
     deadline = time.monotonic() + 0.5
     started = time.monotonic()
-    plan = SessionPlan(
+    plan = ServerPlan(
         BenchTarget(slow_server.base_url, "test-model"),
         workload=Workload(isl=16, osl=400),  # ~2 s per request
         load=LoadProfile(concurrency=[2], num_prompts=20, warmup=0),

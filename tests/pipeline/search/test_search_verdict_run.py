@@ -20,8 +20,8 @@ from inferx_core.config.models import Workload
 from inferx_core.config.points import LoadPoint
 from inferx_core.config.search import SearchConfig
 from inferx_core.metrics.search import Measurement, verdict_run
-from inferx_core.pipeline.point import PointOutcome
-from inferx_core.pipeline.search import SearchPlan, search_probes
+from inferx_core.pipeline.point.measure import PointOutcome
+from inferx_core.pipeline.search.driver import SearchPlan, search_probes
 from inferx_core.results.model import parse_result
 
 scores = st.lists(st.floats(0.01, 10, allow_nan=False), min_size=1, max_size=6)

@@ -24,7 +24,7 @@ import pytest
 
 from inferx_core.results.files import read_result
 
-TESTS = Path(__file__).parents[1]
+TESTS = Path(__file__).parents[2]
 
 # Plays `inferx run`: the fake engine, point 1 short, point 2 long (so a signal lands in it).
 RUNNER = textwrap.dedent(
@@ -33,7 +33,7 @@ RUNNER = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     import fake_engine
     from inferx_core.config.models import RunConfig
-    from inferx_core.pipeline.run import run_configs
+    from inferx_core.pipeline.server.run import run_configs
     from inferx_core.sdk.manager import get_plugin_manager
     from inferx_core.sdk.platform import Platform
 

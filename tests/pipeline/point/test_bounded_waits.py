@@ -25,7 +25,7 @@ from inferx_core.config.models import BenchConfig, LoadProfile, Workload
 from inferx_core.launch.readiness import ReadinessAuthError, wait_until_ready
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.transport.client import ConnectionPool, send_streaming_request
-from inferx_core.pipeline.bench_api import run_bench
+from inferx_core.pipeline.bench.api import run_bench
 from inferx_core.sdk.probes import ReadinessProbe
 from inferx_core.testing import ServerProcess
 
@@ -210,7 +210,7 @@ def test_inferx_run_sends_its_api_key_and_never_writes_it(
     import fake_engine
 
     from inferx_core.config.models import RunConfig
-    from inferx_core.pipeline.run import run_configs
+    from inferx_core.pipeline.server.run import run_configs
     from inferx_core.sdk.manager import get_plugin_manager
     from inferx_core.sdk.platform import Platform
 

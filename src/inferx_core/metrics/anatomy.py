@@ -27,13 +27,15 @@ front end, not the engine, made those milliseconds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.model import Distribution
+from inferx_core.metrics.spec_requests import SpecPerRequest, spec_per_request
 from inferx_core.metrics.stats import describe, percentile_word
 from inferx_core.metrics.validity import ValidityCheck
 
@@ -86,6 +88,8 @@ class Anatomy(BaseModel):
     # rest_pX / server_ttft_pX for the percentiles in REST_LIMITS.
     rest_to_server_ttft: dict[str, float | None] = Field(default_factory=dict)
     null_reasons: dict[str, str] = Field(default_factory=dict)
+    # Speculative decoding per request, beside the /metrics window (metrics/spec_requests.py).
+    speculative: SpecPerRequest | None = None
 
     def median(self, figure: str) -> float | None:
         """The median of one of the distributions (``LAYERS`` values), or None."""
@@ -147,9 +151,14 @@ def _ratios(rest: Distribution, server: Distribution) -> dict[str, float | None]
     return out
 
 
-def anatomy(records: Sequence[RequestRecord], engine: str | None) -> Anatomy | None:
+def anatomy(
+    records: Sequence[RequestRecord],
+    engine: str | None,
+    spec_window: Mapping[str, Any] | None = None,
+) -> Anatomy | None:
     """The anatomy of the measured, successful ``records``; None when no request
-    carried the engine's figures (nothing was asked, or the engine reports none)."""
+    carried the engine's figures (nothing was asked, or the engine reports none).
+    ``spec_window``: the point's ``spec_decode`` figures from the engine's /metrics."""
     ok = [r for r in records if r.ok and not r.warmup]
     if not any(r.server_figures for r in ok):
         return None
@@ -181,6 +190,7 @@ def anatomy(records: Sequence[RequestRecord], engine: str | None) -> Anatomy | N
         rest_share=_median_share(parts.rest, parts.client),
         rest_to_server_ttft=_ratios(rest, server),
         null_reasons=reasons,
+        speculative=spec_per_request(ok, spec_window),
     )
 
 

@@ -10,6 +10,7 @@ handed to a tokenizer that takes minutes over it.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ __all__ = [
     "Message",
     "bad_record",
     "check_record_size",
+    "check_regular_file",
     "jsonl_lines",
     "load_jsonl_dataset",
     "message_texts",
@@ -82,10 +84,25 @@ def _too_long(p: Path, lineno: int, size: str, limit: int, what: str = "the line
     )
 
 
+def check_regular_file(p: Path) -> None:
+    """A FIFO, socket or device as a dataset is refused before it is opened: opening a FIFO
+    for reading waits for a writer, and ``--dataset`` of one hung a run forever."""
+    try:
+        mode = p.stat().st_mode
+    except OSError:
+        return  # the caller's open or existence check names what is wrong
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise DatasetError(
+            f"{p}: not a regular file (a FIFO, socket or device); reading it could wait "
+            "forever for a writer: write the records to a file and give that file"
+        )
+
+
 def jsonl_lines(p: Path, max_line_bytes: int = DATASET_LINE_BYTES) -> Iterator[tuple[int, str]]:
     """(line number, text) of each non-blank line of ``p``, read one line at a time (lines
     end at ``\\n`` only, as JSONL's do); a line over ``max_line_bytes`` is a
     :class:`DatasetError` with its size, counted in chunks, never held whole."""
+    check_regular_file(p)
     try:
         f = p.open("rb")
     except OSError as exc:

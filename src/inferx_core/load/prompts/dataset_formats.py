@@ -26,6 +26,7 @@ from inferx_core.load.prompts.dataset import (
     DatasetError,
     DatasetRecord,
     check_record_size,
+    check_regular_file,
     jsonl_lines,
     load_jsonl_dataset,
     parse_json_line,
@@ -137,6 +138,7 @@ def load_dataset(
             f"{p}: no such dataset file or folder (relative paths start at the current "
             f"directory, {Path.cwd()})"
         )
+    check_regular_file(p)  # a FIFO would block the open below forever
     if p.is_dir() or p.suffix == ".parquet":
         return _from_rows(_arrow_rows(p), p, cols, max_line_bytes)
     if p.suffix == ".json":

@@ -289,17 +289,15 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
                 markup=False,
                 highlight=False,
             )
-    console.print(
+    note = (
         f"verdict only where |change| > {comparison.noise:.0%} and the 95% CIs do not overlap "
-        "(where known); ~ = within the spread. See `inferx compare --help`.",
-        markup=False,
-        highlight=False,
+        "(where known); ~ = within the spread. See `inferx compare --help`."
     )
+    _print_plain(console, [note, *comparison.layer_lines])  # and the layer of the TTFT that moved
     for label, ids in (("A", comparison.unmatched_a), ("B", comparison.unmatched_b)):
         if ids:
             shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
             console.print(f"unmatched in {label}: {shown}", markup=False, highlight=False)
-    _print_plain(console, comparison.layer_lines)  # the layer of the TTFT that moved
     for line in comparison.regressions:
         console.print(f"[red]worse[/]: {escape(line)}", highlight=False)
 

@@ -254,6 +254,9 @@ def _stopped(s: _Search, lo: Probe | None, hi: Probe | None, probe: Probe | None
 def _end(
     s: _Search, status: SearchStatus, lo: Probe | None, hi: Probe | None, reason: str
 ) -> SearchOutcome:
+    if lo is not None and lo.uncertain:  # the claim says how sure it is
+        why = f" ({lo.reason})" if lo.reason else " (near the limit)"
+        reason += f"; the pass at {lo.level:g} is uncertain{why}"
     return SearchOutcome(
         status=status,
         capacity=lo.level if lo is not None else None,

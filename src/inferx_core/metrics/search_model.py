@@ -97,6 +97,8 @@ class SearchSummary(_Model):
     noise_band: float
     at_capacity: dict[str, float | int | None]
     knee: KneeEvidence | None = None
+    # What the search did besides probing: probe files not reused on --resume, and why
+    notes: list[str] = []
 
     @classmethod
     def build(
@@ -107,6 +109,7 @@ class SearchSummary(_Model):
         constraint: tuple[str, str, dict[str, float], float],
         at_capacity: dict[str, Any],
         knee: Knee | None,
+        notes: list[str] | None = None,
     ) -> SearchSummary:
         """``ids``: (search id, server id); ``constraint``: (axis, line, limits, goodput)."""
         over, line, limits, goodput = constraint
@@ -130,6 +133,7 @@ class SearchSummary(_Model):
             noise_band=outcome.band,
             at_capacity={k: at_capacity.get(k) for k in AT_CAPACITY},
             knee=KneeEvidence.of(knee) if knee else None,
+            notes=list(notes or ()),
         )
 
 

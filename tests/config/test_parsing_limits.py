@@ -278,3 +278,37 @@ def test_a_platform_file_is_read_as_strictly_as_a_config(
     with pytest.raises(UserFacingError, match=reason) as caught:
         load_platform(path)
     assert str(caught.value).startswith(f"invalid platform file {path}")
+
+
+def _long_string_bomb(chars: int = 60_000, width: int = 10, levels: int = 3) -> str:
+    """A few KB of YAML: one long string, then lists of `width` aliases of the level below;
+    a few thousand values in all, width**levels * chars characters of text."""
+    lines = [f"s0: &s0 {'x' * chars}"]
+    for level in range(1, levels + 1):
+        lines.append(f"s{level}: &s{level} [{', '.join([f'*s{level - 1}'] * width)}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_of_long_strings_is_refused_by_its_size_not_let_through(
+    tmp_path: Path,
+) -> None:
+    """Few values (1,111), 60 MB of text: the limit counts characters too, so ``validate
+    --json`` answers with one short error instead of writing the expansion out."""
+    path = tmp_path / "long-laughs.yaml"
+    path.write_text(_long_string_bomb())
+    with pytest.raises(ParseError, match="characters of text once aliases are expanded"):
+        loads_yaml(path.read_text())
+    done = subprocess.run(
+        [sys.executable, "-m", "inferx_core.cli", "validate", "--json", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2
+    assert len(done.stdout) + len(done.stderr) < 10_000
+    assert "aliases" in done.stdout + done.stderr
+
+
+def test_text_under_the_expanded_limit_still_reads() -> None:
+    data, _ = loads_yaml(_long_string_bomb(chars=1_000, width=4, levels=2))
+    assert len(data["s2"]) == 4 and data["s2"][0][0] == "x" * 1_000

@@ -37,6 +37,7 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_EXPANDED_CHARS",
     "MAX_INT_DIGITS",
     "MAX_STRING_CHARS",
     "MAX_VALUES",
@@ -59,6 +60,10 @@ MAX_VALUES = 500_000
 MAX_INT_DIGITS = 40
 #: Characters of one string: room for an inline chat template, not for a stray blob.
 MAX_STRING_CHARS = 65_536
+#: Characters of scalars in one YAML document, aliases expanded: 16 times the largest config
+#: file (1 MiB). Counting values alone let 400 aliases of a 64k-character string through, and
+#: ``validate --json`` wrote hundreds of MB.
+MAX_EXPANDED_CHARS = 16 << 20
 
 
 class ParseError(ValueError):
@@ -241,12 +246,14 @@ def loads_yaml(text: str) -> tuple[Any, Any]:
 
 
 class _StrictComposer(Composer):
-    """Counts every value an alias stands for; bounds nesting and scalars (with lines)."""
+    """Counts every value, and every scalar's characters, an alias stands for; bounds
+    nesting and scalars (with lines)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.counts: list[int] = []  # values so far in each open node, innermost last
-        self.sizes: dict[int, int] = {}  # id(node) -> values it stands for, once closed
+        self.chars: list[int] = []  # scalar characters so far in each open node
+        self.sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (values, chars), once closed
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
@@ -256,30 +263,39 @@ class _StrictComposer(Composer):
             if target is not None and id(target) not in self.sizes:
                 raise ParseError(f"alias *{event.anchor} refers to itself", line)
             node = super().compose_node(parent, index)
-            self._add(self.sizes[id(node)], line)
+            self._add(*self.sizes[id(node)], line)
             return node
         if len(self.counts) >= MAX_DEPTH:
             raise ParseError(f"nested more than {MAX_DEPTH} levels deep", line)
         self.counts.append(1)
+        self.chars.append(0)
         node = super().compose_node(parent, index)
-        size = self.counts.pop()
+        size = (self.counts.pop(), self.chars.pop())
         self.sizes[id(node)] = size
         if self.counts:
-            self._add(size, line)
+            self._add(*size, line)
         return node
 
-    def _add(self, size: int, line: int) -> None:
+    def _add(self, size: int, chars: int, line: int) -> None:
         self.counts[-1] += size
+        self.chars[-1] += chars
         if self.counts[-1] > MAX_VALUES:
             raise ParseError(
                 f"more than {MAX_VALUES} values once aliases are expanded; "
                 "write the values out, or use fewer aliases",
                 line,
             )
+        if self.chars[-1] > MAX_EXPANDED_CHARS:
+            raise ParseError(
+                f"more than {MAX_EXPANDED_CHARS} characters of text once aliases are "
+                "expanded; write the values out, or use fewer aliases",
+                line,
+            )
 
     def compose_scalar_node(self, anchor: Any) -> Any:
         node = super().compose_scalar_node(anchor)
         _check_scalar(node.tag, node.value, node.start_mark.line + 1)
+        self.chars[-1] += len(node.value)  # this scalar's own frame, opened by compose_node
         return node
 
 

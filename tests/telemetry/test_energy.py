@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inferx_core.telemetry.energy import (
+    WindowCounts,
     counter_delta,
     cpu_energy,
     extract,
@@ -53,11 +54,11 @@ def make_series(
 
 def energy(series, ids, start_s, end_s, **kw):
     """gpu_energy with token counts defaulted."""
-    kw.setdefault("output_tokens", 1000)
-    kw.setdefault("total_tokens", 4000)
-    kw.setdefault("requests", 10)
+    counts = WindowCounts(
+        kw.pop("output_tokens", 1000), kw.pop("total_tokens", 4000), kw.pop("requests", 10)
+    )
     kw.setdefault("source", "nvml")
-    return gpu_energy(series, ids, ts(start_s), ts(end_s), **kw)
+    return gpu_energy(series, ids, ts(start_s), ts(end_s), counts=counts, **kw)
 
 
 def assert_null_reasons(result: dict, reasons_key: str = "power_null_reasons") -> None:
@@ -465,9 +466,7 @@ def test_no_gpu_all_null_with_given_reason():
         [],
         ts(0),
         ts(10),
-        output_tokens=10,
-        total_tokens=20,
-        requests=1,
+        counts=WindowCounts(output_tokens=10, total_tokens=20, requests=1),
         source="nvml",
         unavailable_reason=why,
     )
@@ -541,9 +540,7 @@ def test_json_strict_for_random_inputs(n_gpus, steps, data):
         list(range(n_gpus)),
         start,
         end,
-        output_tokens=data.draw(tokens),
-        total_tokens=data.draw(tokens),
-        requests=data.draw(tokens),
+        counts=WindowCounts(data.draw(tokens), data.draw(tokens), data.draw(tokens)),
         source="nvml",
     )
     json.dumps(r, allow_nan=False)
@@ -589,3 +586,12 @@ def test_cpu_energy_absent_is_null_with_reason():
     assert c["cpu_energy_j"] is None
     assert c["cpu_energy_null_reasons"]["cpu_energy_j"] == "RAPL not readable"
     assert math.isfinite(json.loads(json.dumps(c, allow_nan=False))["cpu_packages"][0])
+
+
+def test_gpu_energy_takes_at_most_nine_parameters():
+    """Issue 43 item 5: the window's counts travel as one WindowCounts, not three keywords."""
+    import inspect
+
+    params = inspect.signature(gpu_energy).parameters
+    assert len(params) <= 9, list(params)
+    assert "counts" in params and "output_tokens" not in params

@@ -21,8 +21,8 @@ NS = 1_000_000_000
 
 
 def gpu_energy(series, gpu_ids, start_ns, end_ns, **kw):
-    tokens = {"output_tokens": None, "total_tokens": None, "requests": None, **kw}
-    return energy.gpu_energy(series, gpu_ids, start_ns, end_ns, source="amdsmi", **tokens)
+    counts = energy.WindowCounts(**kw)
+    return energy.gpu_energy(series, gpu_ids, start_ns, end_ns, counts=counts, source="amdsmi")
 
 
 class Clock:

@@ -44,6 +44,7 @@ __all__ = [
     "IntegralResult",
     "Sample",
     "Series",
+    "WindowCounts",
     "counter_delta",
     "cpu_energy",
     "extract",
@@ -366,30 +367,39 @@ def _per_kw(
     return (tokens / duration_s) / (avg_w / 1000.0)
 
 
+@dataclass(frozen=True)
+class WindowCounts:
+    """What the window served: the denominators of the per-token, per-request and
+    per-kW figures. None: not counted, and each figure over it is null with that reason."""
+
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    requests: int | None = None
+
+
 def _efficiency_fields(
     f: _GpuFields,
     energy_j: float | None,
     avg_w: float | None,
     duration_s: float,
-    *,
-    output_tokens: int | None,
-    total_tokens: int | None,
-    requests: int | None,
+    counts: WindowCounts,
 ) -> dict[str, float | None]:
     out_tok, all_tok = "output tokens", "total tokens"
     return {
         "joules_per_output_token": _per_unit(
-            f, "joules_per_output_token", energy_j, output_tokens, out_tok
+            f, "joules_per_output_token", energy_j, counts.output_tokens, out_tok
         ),
         "joules_per_total_token": _per_unit(
-            f, "joules_per_total_token", energy_j, total_tokens, all_tok
+            f, "joules_per_total_token", energy_j, counts.total_tokens, all_tok
         ),
-        "joules_per_request": _per_unit(f, "joules_per_request", energy_j, requests, "requests"),
+        "joules_per_request": _per_unit(
+            f, "joules_per_request", energy_j, counts.requests, "requests"
+        ),
         "output_tokens_per_s_per_kw": _per_kw(
-            f, "output_tokens_per_s_per_kw", avg_w, output_tokens, duration_s, out_tok
+            f, "output_tokens_per_s_per_kw", avg_w, counts.output_tokens, duration_s, out_tok
         ),
         "total_tokens_per_s_per_kw": _per_kw(
-            f, "total_tokens_per_s_per_kw", avg_w, total_tokens, duration_s, all_tok
+            f, "total_tokens_per_s_per_kw", avg_w, counts.total_tokens, duration_s, all_tok
         ),
     }
 
@@ -422,15 +432,16 @@ def gpu_energy(
     start_ns: int,
     end_ns: int,
     *,
-    output_tokens: int | None,
-    total_tokens: int | None,
-    requests: int | None,
-    max_gap_s: float = 3.0,
-    counter_tolerance: float = 0.05,
+    counts: WindowCounts,
     source: str,
     unavailable_reason: str | None = None,
+    max_gap_s: float = 3.0,
+    counter_tolerance: float = 0.05,
 ) -> dict[str, Any]:
     """GPU power/energy result fields for the window ``[start_ns, end_ns]``.
+
+    ``counts``: what the window served, the denominators of the efficiency figures
+    (one typed value rather than three loose keywords: they travel together).
 
     ``gpu_power_max_w`` is the max over in-window readings of the summed power
     when every in-window reading carries every GPU's power (aligned); otherwise
@@ -460,9 +471,7 @@ def gpu_energy(
         energy_j,
         power_fields["gpu_power_avg_w"],
         duration_s,
-        output_tokens=output_tokens,
-        total_tokens=total_tokens,
-        requests=requests,
+        counts,
     )
     measured = {**power_fields, **counters, **efficiency}
     return _gpu_result(f, ids, source, power, measured, duration_s, len(rows))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from inferx_core.sdk.platform import Platform
 from inferx_core.sdk.sampler import Sampler
-from inferx_core.telemetry.energy import cpu_energy, gpu_energy
+from inferx_core.telemetry.energy import WindowCounts, cpu_energy, gpu_energy
 from inferx_core.telemetry.recorder import TelemetryRecorder
 from inferx_core.telemetry.router_metrics import summarize_router
 from inferx_core.telemetry.window import summarize_prefix
@@ -129,9 +129,7 @@ def telemetry_fields(
         plan.gpu_ids if source else [],
         start_ns,
         max(end_ns, start_ns),
-        output_tokens=output_tokens,
-        total_tokens=total_tokens,
-        requests=requests,
+        counts=WindowCounts(output_tokens, total_tokens, requests),
         source=source or "none",
         unavailable_reason=reason,
     )

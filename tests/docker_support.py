@@ -8,6 +8,7 @@ names the command that fixes it.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -37,3 +38,29 @@ def need_image(name: str) -> str:
 def inferx_containers() -> list[str]:
     """Every container (running or not) that carries InferX's launch label."""
     return docker("ps", "-aq", "--filter", f"label={LAUNCH_LABEL}").stdout.split()
+
+
+FAKE_DOCKER = """#!/bin/sh
+# answers as a daemon would, from files in $FAKE_DOCKER_DIR
+echo "$@" >> "$FAKE_DOCKER_DIR/calls"
+case "$1" in
+  version) [ -f "$FAKE_DOCKER_DIR/up" ] && echo 20.10.24 && exit 0
+           echo "Cannot connect" >&2; exit 1 ;;
+  image) [ -f "$FAKE_DOCKER_DIR/image.json" ] && cat "$FAKE_DOCKER_DIR/image.json" && exit 0
+         exit 1 ;;
+esac
+exit 0
+"""
+
+
+def install_fake_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fake ``docker`` first on PATH, answering from files in ``tmp_path`` (``up``: a
+    daemon answers; ``image.json``: what ``image inspect`` prints); the cache in tmp_path."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(FAKE_DOCKER)
+    (bin_dir / "docker").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("FAKE_DOCKER_DIR", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path

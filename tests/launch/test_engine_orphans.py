@@ -133,14 +133,20 @@ def test_watchdog_ignores_ctrl_c_and_hangup(tree: Path, tmp_path: Path) -> None:
     handle.stop(grace_s=0.5)
 
 
-# A stand-in `docker`: `run` sleeps like an attached client, every call is logged.
+# A stand-in `docker`: a daemon and the image answer, `run` sleeps like an attached
+# client, `ps` finds one container (c0ffee), every call is logged.
 FAKE_DOCKER = """#!/bin/sh
 echo "$@" >> "$FAKE_DOCKER_LOG"
-if [ "$1" = "run" ]; then exec sleep 600; fi
+case "$1" in
+  run) exec sleep 600 ;;
+  version) echo 20.10.24 ;;
+  image) echo '[{"Id": "sha256:1"}]' ;;
+  ps) echo c0ffee ;;
+esac
 """
 
 
-def test_kill_9_of_inferx_docker_kills_the_container_by_name(tmp_path: Path) -> None:
+def test_kill_9_of_inferx_docker_removes_the_container_by_its_label(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     docker = bin_dir / "docker"
@@ -175,9 +181,13 @@ def test_kill_9_of_inferx_docker_kills_the_container_by_name(tmp_path: Path) -> 
     parent.kill()
     parent.wait()
     wait_for(lambda: gone(client), timeout=20)
+    wait_for(lambda: "rm -f c0ffee" in calls.read_text(), timeout=20)
     lines = calls.read_text().splitlines()
-    assert lines[0].startswith("run --rm --init --name inferx-fake-")
-    assert f"kill inferx-fake-{port}" in lines  # the container itself, not only its client
+    (run,) = [line for line in lines if line.startswith("run ")]
+    assert run.startswith(f"run --rm --init --name inferx-fake-{port} --label inferx.launch=")
+    launch = run.split("--label inferx.launch=")[1].split()[0]
+    # the container itself, found by this start's label, not only its client
+    assert f"ps -aq --filter label=inferx.launch={launch}" in lines
 
 
 # A stand-in `srun`: logs every SIGINT with its time; two within a second end "the step".

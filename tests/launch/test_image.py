@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from docker_support import install_fake_docker
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,29 +18,10 @@ from inferx_core.launch import image, image_build
 from inferx_core.launch.image import DockerUnavailable, daemon_problem, require_image
 from inferx_core.launch.image_build import ImageRecipe, build_image
 
-FAKE_DOCKER = """#!/bin/sh
-# answers as a daemon would, from files in $FAKE_DOCKER_DIR
-echo "$@" >> "$FAKE_DOCKER_DIR/calls"
-case "$1" in
-  version) [ -f "$FAKE_DOCKER_DIR/up" ] && echo 20.10.24 && exit 0
-           echo "Cannot connect" >&2; exit 1 ;;
-  image) [ -f "$FAKE_DOCKER_DIR/image.json" ] && cat "$FAKE_DOCKER_DIR/image.json" && exit 0
-         exit 1 ;;
-esac
-exit 0
-"""
-
 
 @pytest.fixture
 def fake_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "docker").write_text(FAKE_DOCKER)
-    (bin_dir / "docker").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
-    monkeypatch.setenv("FAKE_DOCKER_DIR", str(tmp_path))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    return tmp_path
+    return install_fake_docker(tmp_path, monkeypatch)
 
 
 def test_no_client_and_no_daemon_each_say_how_to_start_one(

@@ -82,6 +82,7 @@ def test_docker_start_creates_missing_rw_mount_sources(
             started.append(argv)
 
     monkeypatch.setattr("inferx_core.launch.docker.subprocess.Popen", FakePopen)
+    monkeypatch.setattr("inferx_core.launch.docker.require_image", lambda image: {})  # no daemon
     monkeypatch.setattr("inferx_core.launch.process.os.getpgid", lambda pid: pid)
     cache = tmp_path / "cache" / "nv-compute-cache"
     ro = tmp_path / "models"

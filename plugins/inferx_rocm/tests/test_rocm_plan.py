@@ -223,7 +223,8 @@ image: rocm/vllm:latest
     (item,) = plan(config, "mi300x8.json")
     argv = item["launcher"]["argv"]
     run_dir = (tmp_path / "results" / "servers" / item["server"]).resolve()
-    head = ["docker", "run", "--rm", "--init", "--name", "inferx-vllm-8000"]
+    head = ["docker", "run", "--rm", "--init", "--name", "inferx-vllm-8000", "--label"]
+    head.append("inferx.launch=<id of each start>")  # each start's own id
     devices = ["--device", "/dev/kfd", "--device", "/dev/dri"]
     assert argv[: len(head) + len(devices)] == head + devices
     assert "--gpus" not in argv

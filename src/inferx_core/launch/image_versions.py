@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +92,18 @@ def image_versions(image: str) -> dict[str, Any]:
         tmp.write_text(json.dumps(found, sort_keys=True))
         os.replace(tmp, cached)
     return found
+
+
+def version_in_image(image: str, *packages: str) -> tuple[str, str] | None:
+    """``(version, where)`` of the first of ``packages`` the image holds, read from it (cached);
+    None when it cannot be read here: no client or daemon, the image not here, not in it.
+    For the fixes' conditions: a version read from the image beats any table or the host."""
+    try:
+        found = image_versions(image)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    versions = found.get("versions") or {}
+    for package in packages:
+        if versions.get(package):
+            return str(versions[package]), f"read from image {image}, {str(found['id'])[:19]}"
+    return None

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.builtin.nvidia.flashinfer_prefetch import version_tuple
+from inferx_core.launch.image_versions import version_in_image
 from inferx_core.sdk.fix_helpers import checked_plugin_options
 from inferx_core.sdk.fixes import FixContext, FixVerdict
 from inferx_core.sdk.launch_spec import LaunchSpec, Mount, PreflightWait
@@ -150,6 +151,9 @@ def engine_nccl(ctx: FixContext, spec: LaunchSpec) -> tuple[tuple[int, ...] | No
     if in_container(ctx, spec):
         if spec.image is None:
             return None, "NCCL version unknown (container launch without an image)"
+        read = version_in_image(spec.image, "nvidia-nccl-cu13", "nvidia-nccl-cu12")
+        if read:  # the image itself, where it is here (issue 40): beats the table
+            return parse_version(read[0]), f"NCCL {read[0]} ({read[1]})"
         known = KNOWN_IMAGE_NCCL.get(normalize_image(spec.image))
         if known:
             return parse_version(known), f"NCCL {known} (image {spec.image}, known-images table)"

@@ -34,6 +34,7 @@ from inferx_core.results.model import (
     WorkloadSection,
 )
 from inferx_core.sdk.redact import redact, redact_text
+from inferx_core.telemetry.finite import finite_telemetry
 from inferx_core.telemetry.model import TelemetrySection
 
 StoppedBy = Literal["num_prompts", "duration", "aborted"]
@@ -141,7 +142,8 @@ def measured_result(
         load=load,
         latency=metrics.latency,
         throughput=metrics.throughput,
-        telemetry=measured.telemetry,
+        reasoning=metrics.reasoning,  # reasoning models only (TTFO, answer TPOT, tokens)
+        telemetry=finite_telemetry(measured.telemetry),  # a 1e308 gauge never loses the point
         provenance=provenance(source, **more_provenance),
         null_reasons=metrics.null_reasons,
         validity=measured.validity,

@@ -102,6 +102,20 @@ RULES: tuple[Rule, ...] = (
         _itl_median_zero,
     ),
     Rule(
+        "early_first_chunk",
+        "measurement",
+        "a TTFT of a few ms from a server that takes far longer; a TPOT above the ITL",
+        "the client took TTFT at a chunk that carried no token (a chat stream's role-only "
+        "first chunk): TTFT is too early and TPOT is stretched by the real first-token wait",
+        ("first_chunk_without_token",),
+        {
+            "vllm bench serve": "--backend openai --endpoint /v1/completions (no role chunk), "
+            "or a server whose first chunk carries the first token",
+            "InferX": "TTFT is the first chunk with generated content (role-only and "
+            "usage-only chunks are not stamped)",
+        },
+    ),
+    Rule(
         "incomplete_file",
         "measurement",
         "the per-request file and the summary disagree on how many requests ran",

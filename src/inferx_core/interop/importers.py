@@ -373,10 +373,10 @@ def imported_points(data: Any, path: Path) -> Iterator[Imported]:
     kind = sniff(data, path)
     if kind is None:
         raise UserFacingError(
-            f"{path}: not a file InferX imports: an AIPerf profile_export_aiperf.json, a "
-            "GuideLLM benchmarks.json, a vLLM bench serve result (mean_ttft_ms, ...), an "
-            "inference-perf report or an InferenceX aggregate (hw, conc, tput_per_gpu); "
-            "nothing imported"
+            f"{path}: neither a vLLM bench serve result (mean_ttft_ms, ...) nor another file "
+            "InferX imports: an AIPerf profile_export_aiperf.json, a GuideLLM benchmarks.json, "
+            "an inference-perf lifecycle report or an InferenceX aggregate (hw, conc, "
+            "tput_per_gpu); nothing imported"
         )
     if kind == "vllm":
         yield _vllm_point(data, path)

@@ -39,6 +39,8 @@ VERDICT_CHECKS: dict[str, str] = {
     "records_complete": "the file holds no per-request data to count",
     "concurrency_reached": "not a closed loop above 1, or no per-request start and end times",
     "output_length": "the file does not say what output length was asked for",
+    "first_chunk_without_token": "only a vllm bench serve file with --save-detailed shows "
+    "how its TTFT was stamped",
     "tool_token_count": "the file holds no per-request token counts of the tool beside the "
     "server's usage",
 }
@@ -47,7 +49,8 @@ VERDICT_CHECKS: dict[str, str] = {
 def not_judged(run: ToolRun, validity: Validity) -> dict[str, str]:
     """The checks that did not run -> why (the reader's reason first)."""
     ran = {c.name for c in validity.checks}
-    return {
+    skipped = {k: v for k, v in run.skip_checks.items() if k not in ran}
+    return skipped | {
         name: run.not_judged.get(name, why)
         for name, why in VERDICT_CHECKS.items()
         if name not in ran
@@ -61,9 +64,34 @@ def _window(records: Sequence[RequestRecord]) -> tuple[int, int]:
     return start, max(max(ends, default=0), start + 1)
 
 
+def _without_itl(flat: dict[str, Any], why: str) -> None:
+    """Null every ITL figure (records with first and last chunk only have no gaps)."""
+    for key in [k for k in flat if "_itl_" in k or k.endswith("_itl_ms")]:
+        if not isinstance(flat[key], (dict, list)):
+            flat[key] = None
+            flat["null_reasons"][key] = why
+    flat["itl_zero_gap_fraction"] = None
+
+
+def _kept(validity: Validity, run: ToolRun) -> Validity:
+    """The verdict without the checks whose input the records do not really hold."""
+    if not run.skip_checks and run.no_itl is None:
+        return validity
+    checks = [
+        c
+        for c in validity.checks
+        if c.name not in run.skip_checks
+        and not (run.no_itl and c.name.startswith("sample_size.") and c.name.endswith("_itl_ms"))
+    ]
+    valid = all(c.passed or c.severity != "invalidates" for c in checks)
+    return Validity(valid=valid, checks=checks)
+
+
 def _measured(run: ToolRun, records: list[RequestRecord]) -> tuple[dict[str, Any], Validity]:
     start, end = _window(records)
     flat = summarize(records, window_start_ns=start, window_end_ns=end)
+    if run.no_itl is not None:
+        _without_itl(flat, run.no_itl)
     rate = run.request_rate if run.mode == "open" else None
     validity = assess(
         records,
@@ -72,7 +100,7 @@ def _measured(run: ToolRun, records: list[RequestRecord]) -> tuple[dict[str, Any
         client_load=None,
         extra_checks=record_checks(run, records) + run.checks,
     )
-    return flat, validity
+    return flat, _kept(validity, run)
 
 
 def _sections(flat: Mapping[str, Any]) -> dict[str, Any]:

@@ -65,3 +65,7 @@ class ToolRun:
     extra: dict[str, Any] = field(default_factory=dict)
     #: checks the reader made from the file's own figures (a summary's achieved rate)
     checks: list[ValidityCheck] = field(default_factory=list)
+    #: checks whose input the records only pretend to have -> why they are left out
+    skip_checks: dict[str, str] = field(default_factory=dict)
+    #: why the records' ITL figures are null (a file with first and last chunk only)
+    no_itl: str | None = None

@@ -11,14 +11,16 @@ count and the window do not, and the checks that need them say so.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from inferx_core.interop.tool_run import ToolRun, slug
 from inferx_core.load.records.request import RequestRecord
+from inferx_core.metrics.validity import ValidityCheck
 
-__all__ = ["has_detail", "vllm_records", "vllm_run"]
+__all__ = ["empty_first_chunk_check", "has_detail", "vllm_records", "vllm_run"]
 
 _NS = 1e9
 
@@ -108,6 +110,8 @@ def vllm_run(data: Mapping[str, Any], path: Path, date: str) -> ToolRun:
     run.not_judged.setdefault(
         "dispatch_lateness", "vLLM's file has no scheduled send times, only start_times"
     )
+    check = empty_first_chunk_check(data)
+    run.checks = [check] if check is not None else []
     return run
 
 
@@ -116,3 +120,34 @@ def _reported(data: Mapping[str, Any]) -> int | None:
     if isinstance(completed, int) and isinstance(failed, int):
         return completed + failed
     return None
+
+
+def empty_first_chunk_check(data: Mapping[str, Any]) -> ValidityCheck | None:
+    """vLLM's chat client takes TTFT at the first chunk with ``choices``, content or not
+    (vllm/benchmarks/lib/endpoint_request_func.py, 0.32): a role-only first chunk then
+    stamps TTFT and adds a chunk beyond the server's usage. Seen as one more chunk than
+    usage tokens in most successful requests."""
+    itls, lens = data.get("itls") or [], data.get("output_lens") or []
+    ttfts, errors = data.get("ttfts") or [], data.get("errors") or []
+    ok = [
+        i
+        for i in range(min(len(itls), len(lens), len(ttfts)))
+        if not (errors[i : i + 1] or [""])[0]
+    ]
+    extra = [i for i in ok if lens[i] and len(itls[i]) == lens[i] and itls[i]]
+    if not ok:
+        return None
+    share = len(extra) / len(ok)
+    passed = share <= 0.5
+    why = f"{len(extra)} of {len(ok)} replies had one chunk more than their usage tokens"
+    if not passed:
+        first = statistics.median(ttfts[i] + itls[i][0] for i in extra) * 1000
+        said = statistics.median(ttfts[i] for i in extra) * 1000
+        why += (
+            f": vLLM took TTFT at a chunk without a token (a role-only first chunk); its median "
+            f"TTFT {said:.1f} ms, the first token came at {first:.1f} ms, and its TPOT is "
+            "stretched by that gap"
+        )
+    return ValidityCheck(
+        name="first_chunk_without_token", value=share, limit=0.5, passed=passed, why=why
+    )

@@ -91,12 +91,11 @@ def _open(args: argparse.Namespace) -> Any:
 # -- commands ------------------------------------------------------------------
 def cmd_ingest(args: argparse.Namespace) -> int:
     from inferx_core.db.backends import describe_url
-    from inferx_core.db.ingest import ingest_paths
+    from inferx_core.db.ingest import ingest_into
 
-    with _open(args) as db:
-        report = ingest_paths(db, args.paths, args.label)
-        total = db.count()
-        where = describe_url(db.url)
+    # a failed ingest leaves nothing it created behind (no 0-byte database file)
+    done = ingest_into(getattr(args, "db", None), args.paths, args.label)
+    report, total, where = done.report, done.total, describe_url(done.url)
     for path, why in report.skipped:
         sys.stderr.write(f"inferx: skipped {path}: {why}\n")
     if report.ignored:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from inferx_core.config.base import StrictModel
 from inferx_core.config.parallelism import ArgValue, Parallelism
@@ -19,6 +19,9 @@ __all__ = [
     "DEFAULT_DIST_PORT",
     "DEPLOYMENT_KINDS",
     "ENGINE_ROLES",
+    "MAX_NODES",
+    "MAX_PROCESSES",
+    "MAX_REPLICAS",
     "ROLE_LETTERS",
     "Deployment",
     "DeploymentKind",
@@ -34,6 +37,13 @@ DeploymentKind = Literal["disaggregated", "wide_ep"]
 DEPLOYMENT_KINDS: tuple[DeploymentKind, ...] = ("disaggregated", "wide_ep")
 ENGINE_ROLES: tuple[Role, ...] = ("prefill", "decode", "both")
 DEFAULT_DIST_PORT = 29500
+#: The most replicas of one role, nodes of one replica, and engine processes of a deployment.
+#: The largest published deployments (InferenceX's GB200 NVL72 disaggregated runs, wide-EP
+#: over 96 nodes) are far below; past them a plan is a typo, and it would book ports and
+#: build argvs for every process before anything could say so (1e9 replicas: MemoryError).
+MAX_REPLICAS = 1024
+MAX_NODES = 1024
+MAX_PROCESSES = 4096
 #: Short role names in server ids: p2xtp8-d1xtp16.
 ROLE_LETTERS = {"prefill": "p", "decode": "d", "both": "w"}
 
@@ -56,6 +66,17 @@ class RoleGroup(StrictModel):
     extra_argv: list[str] = Field(default_factory=list)
     port: int | None = Field(default=None, ge=1, le=65535)
 
+    @field_validator("replicas", "nodes")
+    @classmethod
+    def _bounded(cls, value: int, info: ValidationInfo) -> int:
+        most = MAX_REPLICAS if info.field_name == "replicas" else MAX_NODES
+        if value > most:
+            raise ValueError(
+                f"{value} is more than {most}, the most InferX plans; a deployment that size "
+                "is a typo, or needs splitting into several deployments"
+            )
+        return value
+
 
 def _role_name(item: object, index: int) -> str:
     role = item.get("role") if isinstance(item, dict) else getattr(item, "role", None)
@@ -70,7 +91,9 @@ def _check_role(item: object, index: int) -> RoleGroup:
         return RoleGroup.model_validate(item)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'role'}: {e['msg']}" for e in exc.errors()
+            f"{'.'.join(str(p) for p in e['loc']) or 'role'}: "
+            f"{e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors()
         )
         raise ValueError(f"role {_role_name(item, index)}: {problems}") from None
 
@@ -96,6 +119,13 @@ class Deployment(StrictModel):
 
     @model_validator(mode="after")
     def _roles_fit_kind(self) -> Deployment:
+        processes = sum(g.replicas * g.nodes for g in self.roles if g.role != "router")
+        if processes > MAX_PROCESSES:
+            shape = ", ".join(f"{g.role} {g.replicas}x{g.nodes}" for g in self.engine_groups())
+            raise ValueError(
+                f"roles: {processes} engine processes (replicas x nodes: {shape}) is more than "
+                f"{MAX_PROCESSES}, the most InferX plans; lower replicas or nodes"
+            )
         names = [g.role for g in self.roles]
         if len(set(names)) != len(names):
             raise ValueError(f"roles: each role once, got {names}")

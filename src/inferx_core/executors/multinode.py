@@ -36,6 +36,7 @@ from inferx_core.config.deployment import (
 )
 from inferx_core.config.models import Parallelism, ServerConfig
 from inferx_core.errors import UserFacingError
+from inferx_core.executors.port_book import HostBook
 from inferx_core.sdk.roles import RoleContext
 
 if TYPE_CHECKING:
@@ -131,6 +132,16 @@ class Placement:
     port: int
     gpu_ids: tuple[int, ...] = ()
     metrics_port: int | None = None  # the router's metrics listener, booked like any port
+    dist_port: int = DEFAULT_DIST_PORT  # the replica's rendezvous port, booked on head_host
+
+    @property
+    def name(self) -> str:
+        """``decode-1``, ``both-0-rank2``, ``router``: the process, in errors."""
+        if self.group.role == "router":
+            return "router"
+        return f"{self.group.role}-{self.replica}" + (
+            f"-rank{self.node_rank}" if self.group.nodes > 1 else ""
+        )
 
 
 def _port(deployment: Deployment, base: ServerConfig, group: RoleGroup) -> int:
@@ -149,48 +160,22 @@ def one_machine(deployment: Deployment, host: str = "127.0.0.1") -> list[str]:
     return [host] * nodes_needed(deployment)
 
 
-class _HostBook:
-    """Ports and GPUs already given on each host: processes sharing a machine never share them."""
-
-    def __init__(self, base: ServerConfig) -> None:
-        self.base = base
-        self.ports: set[tuple[str, int]] = set()
-        self.next_gpu: dict[str, int] = {}
-
-    def port(self, host: str, wanted: int) -> int:
-        port = wanted
-        while (host, port) in self.ports:
-            port += 1
-        self.ports.add((host, port))
-        return port
-
-    def gpus(self, host: str, count: int) -> tuple[int, ...]:
-        first = self.next_gpu.get(host, 0)
-        self.next_gpu[host] = first + count
-        indices = range(first, first + count)
-        pool = self.base.gpu_ids
-        if pool is None:
-            return tuple(indices)
-        if first + count > len(pool):
-            raise UserFacingError(
-                f"gpu_ids {pool}: {first + count} GPUs are needed on {host}; list more gpu_ids"
-            )
-        return tuple(pool[i] for i in indices)
-
-
-def place(deployment: Deployment, base: ServerConfig, hosts: list[str]) -> list[Placement]:
+def place(
+    deployment: Deployment, base: ServerConfig, hosts: list[str], book: HostBook | None = None
+) -> list[Placement]:
     """Give every process a node, a port and GPUs: replicas in role order; router on the first.
 
     Processes that share a host (the local executor puts all on one machine)
-    get distinct ports (the next free one up) and distinct GPUs.
+    get distinct ports (the next free one up, :class:`HostBook`) and distinct
+    GPUs; each replica's rendezvous port is booked on its head node too.
     """
     need = nodes_needed(deployment)
     if len(hosts) < need:
         raise UserFacingError(
             f"the {deployment.kind} deployment needs {need} node(s), the allocation has "
-            f"{len(hosts)}: {', '.join(hosts) or 'none'}"
+            f"{len(hosts)}: {', '.join(hosts[:8]) or 'none'}{' ...' if len(hosts) > 8 else ''}"
         )
-    book = _HostBook(base)
+    book = book or HostBook(base)
     placements: list[Placement] = []
     cursor = 0
     for group in deployment.engine_groups():
@@ -199,19 +184,22 @@ def place(deployment: Deployment, base: ServerConfig, hosts: list[str]) -> list[
         for replica in range(group.replicas):
             replica_hosts = hosts[cursor : cursor + group.nodes]
             cursor += group.nodes
-            port = book.port(replica_hosts[0], wanted)
+            head = replica_hosts[0]
+            where = f"process {group.role}-{replica}"
+            port = book.port(head, wanted, f"{where} (its --port)")
+            dist = book.port(head, deployment.dist_port, f"{where} (deployment.dist_port)")
             for rank, host in enumerate(replica_hosts):
-                node_port = port if rank == 0 else book.port(host, port)
+                node_port = port if rank == 0 else book.port(host, port, f"{where} rank {rank}")
                 gpus = book.gpus(host, per_node)
                 placements.append(
-                    Placement(group, replica, rank, host, replica_hosts[0], node_port, gpus)
+                    Placement(group, replica, rank, host, head, node_port, gpus, None, dist)
                 )
     if deployment.has("router"):
         group = deployment.group("router")
-        port = book.port(hosts[0], _port(deployment, base, group))
+        port = book.port(hosts[0], _port(deployment, base, group), "the router (its --port)")
         # The router's Prometheus exporter gets a port of its own: left to its default
         # (sglang-router: 0.0.0.0:29000) a second router on the node fails to start.
-        metrics = book.port(hosts[0], port + 1)
+        metrics = book.port(hosts[0], port + 1, "the router's metrics exporter")
         placements.append(Placement(group, 0, 0, hosts[0], hosts[0], port, (), metrics))
     return placements
 
@@ -247,17 +235,28 @@ class RoleLaunch:
         return f"http://{self.context.host}:{self.server.port}"
 
 
-def _peer_urls(placements: list[Placement]) -> dict[str, tuple[str, ...]]:
-    """Per role, the URL of each replica's first node (the router is nobody's peer)."""
-    peers: dict[str, list[str]] = {}
-    for p in placements:
+Ports = dict[str, int]
+
+
+def _peers(
+    placements: list[Placement], ports: list[Ports]
+) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[Ports, ...]]]:
+    """Per role, the URL and the booked ports of each replica's first node (the router is
+    nobody's peer)."""
+    urls: dict[str, list[str]] = {}
+    booked: dict[str, list[Ports]] = {}
+    for p, own in zip(placements, ports, strict=True):
         if p.group.role != "router" and p.node_rank == 0:
-            peers.setdefault(p.group.role, []).append(f"http://{p.host}:{p.port}")
-    return {role: tuple(urls) for role, urls in peers.items()}
+            urls.setdefault(p.group.role, []).append(f"http://{p.host}:{p.port}")
+            booked.setdefault(p.group.role, []).append(own)
+    return (
+        {role: tuple(u) for role, u in urls.items()},
+        {role: tuple(b) for role, b in booked.items()},
+    )
 
 
 def _role_context(
-    p: Placement, deployment: Deployment, base: ServerConfig, peers: dict[str, tuple[str, ...]]
+    p: Placement, deployment: Deployment, base: ServerConfig, **more: Any
 ) -> RoleContext:
     return RoleContext(
         kind=deployment.kind,
@@ -268,11 +267,25 @@ def _role_context(
         nodes=p.group.nodes,
         host=p.host,
         head_host=p.head_host,
-        dist_port=deployment.dist_port,
+        dist_port=p.dist_port,
         gpus_per_node=gpus_per_node(p.group, base),
-        peers=dict(peers),  # each context gets its own mapping
         metrics_port=p.metrics_port,
+        **more,
     )
+
+
+def _plugin_ports(
+    book: HostBook, p: Placement, server: ServerConfig, ctx: RoleContext, asked: Any
+) -> Ports:
+    """Each port the engine's ``EngineInfo.role_ports`` names for this process, booked on
+    its host like ``--port``."""
+    if asked is None or p.group.role == "router":
+        return {}
+    ports: Ports = {}
+    for name, wanted in dict(asked(server, ctx)).items():
+        first, span = wanted if isinstance(wanted, tuple) else (wanted, 1)
+        ports[name] = book.port(p.host, int(first), f"process {p.name} ({name} port)", int(span))
+    return ports
 
 
 def _with_role_labels(spec: LaunchSpec, ctx: RoleContext) -> LaunchSpec:
@@ -283,6 +296,51 @@ def _with_role_labels(spec: LaunchSpec, ctx: RoleContext) -> LaunchSpec:
         "node_rank": str(ctx.node_rank),
     }
     return spec.model_copy(update={"labels": labels})
+
+
+def _servers(base: ServerConfig, placements: list[Placement]) -> list[ServerConfig]:
+    spread = len({p.host for p in placements}) > 1
+    servers = []
+    for p in placements:
+        server = role_server(base, p.group, p.port)
+        update: dict[str, Any] = {}
+        if p.group.role != "router":
+            update["gpu_ids"] = list(p.gpu_ids)
+        if spread:
+            update["host"] = "0.0.0.0"  # reachable from other nodes
+        servers.append(server.model_copy(update=update) if update else server)
+    return servers
+
+
+def role_contexts(
+    base: ServerConfig,
+    deployment: Deployment,
+    hosts: list[str],
+    role_ports: Any = None,
+) -> list[tuple[Placement, ServerConfig, RoleContext]]:
+    """Every process placed, with its server and its context: every port it listens on
+    (``--port``, the rendezvous port, the plugin's ``role_ports``) booked on its host."""
+    book = HostBook(base)
+    placements = place(deployment, base, hosts, book)
+    servers = _servers(base, placements)
+    ports = [
+        _plugin_ports(book, p, server, _role_context(p, deployment, base), role_ports)
+        for p, server in zip(placements, servers, strict=True)
+    ]
+    peers, peer_ports = _peers(placements, ports)
+    heads: dict[tuple[str, int], Ports] = {}
+    out = []
+    for p, server, own in zip(placements, servers, ports, strict=True):
+        if p.node_rank == 0:
+            heads[(p.group.role, p.replica)] = own
+        else:  # a name only the head booked is the head's (SGLang's bootstrap port)
+            own = {**heads.get((p.group.role, p.replica), {}), **own}
+        ctx = _role_context(p, deployment, base, ports=own)
+        # peers are set without validation (built above, of the right types): N processes
+        # each validating N peer URLs made a plan quadratic; each gets its own mapping
+        shared = {"peers": dict(peers), "peer_ports": dict(peer_ports)}
+        out.append((p, server, ctx.model_copy(update=shared)))
+    return out
 
 
 def role_launches(
@@ -297,18 +355,9 @@ def role_launches(
     from inferx_core.sdk.registries import engine_registry, fix_catalogue
 
     entry = engine_registry(pm).get(base.engine)
-    placements = place(deployment, base, hosts)
-    peers = _peer_urls(placements)
     fixes = [fix for _, fix in fix_catalogue(pm)]
-    spread = len({p.host for p in placements}) > 1
     launches = []
-    for p in placements:
-        server = role_server(base, p.group, p.port)
-        if p.group.role != "router":
-            server = server.model_copy(update={"gpu_ids": list(p.gpu_ids)})
-        if spread:
-            server = server.model_copy(update={"host": "0.0.0.0"})  # reachable from other nodes
-        ctx = _role_context(p, deployment, base, peers)
+    for _, server, ctx in role_contexts(base, deployment, hosts, entry.info.role_ports):
         plugin, spec = pm.call_first(
             "inferx_engine_role_spec", server=server, platform=platform, role=ctx
         )

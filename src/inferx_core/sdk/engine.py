@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
+
+#: (server, role) -> {name: wanted port, or (wanted first port, how many in a row)}
+RolePorts = Callable[[Any, Any], Mapping[str, "int | tuple[int, int]"]]
 
 
 class EngineInfo(BaseModel):
@@ -27,3 +33,12 @@ class EngineInfo(BaseModel):
         default="/version", description="GET path whose JSON reports the engine version"
     )
     version_field: str = "version"
+    role_ports: RolePorts | None = Field(
+        default=None,
+        exclude=True,
+        description="The ports a process of a deployment listens on beside --port, by name, "
+        "each with the port it would like (the plugin's option or the engine's default): "
+        "called with (ServerConfig, RoleContext) for each engine process; the core books each "
+        "on the process's host like --port (the next free one up) and passes the booked ones "
+        "to inferx_engine_role_spec as role.ports, and to the router as role.peer_ports",
+    )

@@ -36,5 +36,14 @@ class RoleContext(BaseModel):
         description="A port booked for this process's metrics listener on host (the router's "
         "Prometheus exporter); None for engine processes",
     )
+    ports: dict[str, int] = Field(
+        default_factory=dict,
+        description="The ports the engine's EngineInfo.role_ports named for this process, each "
+        "booked on host like --port (the first of its span); a node rank above 0 also gets "
+        "those only its replica's head booked; empty for an engine naming none",
+    )
     #: role -> base URLs of every replica's head server (the router proxies to these)
     peers: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    #: role -> the booked ``ports`` of each of those servers, in the order of ``peers``
+    #: (SGLang's router names each prefill server's bootstrap port)
+    peer_ports: dict[str, tuple[dict[str, int], ...]] = Field(default_factory=dict)

@@ -25,7 +25,9 @@ runs on, not the others.
 ``plugin_options.sglang`` takes, next to the single-server options:
 ``disaggregation_transfer_backend`` (default ``mooncake``; ``nixl``, ...),
 ``disaggregation_ib_device`` (``mlx5_0`` or ``mlx5_0,mlx5_1``; default: Mooncake
-detects it), ``disaggregation_bootstrap_port`` (default 8998, SGLang's),
+detects it), ``disaggregation_bootstrap_port`` (default 8998, SGLang's: the first port tried;
+the core books one per prefill replica on its head node, the next free one up,
+and the router names each replica's own),
 ``router_command`` (default ``python3 -m sglang_router.launch_router``),
 ``router_policy`` (``--policy``) and ``router_args`` (appended to the router's
 argv; the router ignores ``engine_args`` and ``extra_argv``, which are engine
@@ -59,6 +61,8 @@ from inferx_sglang.launch import PLUGIN_OPTIONS_KEY
 
 DEFAULT_ROUTER = ("python3", "-m", "sglang_router.launch_router")
 DEFAULT_BOOTSTRAP_PORT = 8998
+#: The name of the bootstrap port in RoleContext.ports.
+BOOTSTRAP_PORT = "disaggregation_bootstrap"
 
 #: Flags the deployment sets; engine_args and extra_argv may not (-> where they come from).
 DEPLOYMENT_FLAGS = {
@@ -116,6 +120,21 @@ def split_options(server: ServerConfig) -> tuple[ServerConfig, SGLangRoleOptions
     return with_options(rest), opts
 
 
+def role_ports(server: ServerConfig, role: RoleContext) -> dict[str, int]:
+    """``EngineInfo.role_ports``: a prefill replica's bootstrap server, on its head node
+    (ranks above 0 get the head's port); the core books it on that host, so two prefill
+    servers on one machine no longer both take 8998."""
+    if role.role != "prefill" or role.node_rank != 0:
+        return {}
+    _, opts = split_options(server)
+    return {BOOTSTRAP_PORT: opts.disaggregation_bootstrap_port}
+
+
+def bootstrap_port(role: RoleContext, opts: SGLangRoleOptions) -> int:
+    """This prefill replica's booked bootstrap port (the option when nothing was booked)."""
+    return role.ports.get(BOOTSTRAP_PORT, opts.disaggregation_bootstrap_port)
+
+
 def add_if_absent(argv: list[str], flag: str, value: str | None) -> None:
     """Append ``flag value`` unless engine_args/extra_argv already set it (they win)."""
     if value is not None and not has_flag(argv, flag):
@@ -139,7 +158,7 @@ def engine_process(
         add_if_absent(argv, "--disaggregation-transfer-backend", backend)
         add_if_absent(argv, "--disaggregation-ib-device", opts.disaggregation_ib_device)
         if role.role == "prefill":
-            argv += ["--disaggregation-bootstrap-port", str(opts.disaggregation_bootstrap_port)]
+            argv += ["--disaggregation-bootstrap-port", str(bootstrap_port(role, opts))]
     if role.nodes > 1:
         argv += ["--dist-init-addr", dist_init_addr(role)]
         argv += ["--nnodes", str(role.nodes), "--node-rank", str(role.node_rank)]
@@ -153,8 +172,10 @@ def router_process(
     argv = list(opts.router_command)
     if role.kind == "disaggregated":
         argv.append("--pd-disaggregation")
-        for url in peer_urls(role, "prefill"):
-            argv += ["--prefill", url, str(opts.disaggregation_bootstrap_port)]
+        booked = role.peer_ports.get("prefill", ())
+        for i, url in enumerate(peer_urls(role, "prefill")):
+            port = booked[i].get(BOOTSTRAP_PORT) if i < len(booked) else None
+            argv += ["--prefill", url, str(port or opts.disaggregation_bootstrap_port)]
         for url in peer_urls(role, "decode"):
             argv += ["--decode", url]
     else:

@@ -26,7 +26,8 @@ from inferx_vllm import argv_check, launch, roles, server_timing
 
 @hookimpl
 def inferx_register_engines() -> list[EngineInfo]:
-    return [launch.engine_info()]
+    # role_ports: the ports a deployment's process opens beside --port, booked by the core
+    return [launch.engine_info().model_copy(update={"role_ports": roles.role_ports})]
 
 
 @hookimpl

@@ -37,7 +37,9 @@ runs on, not the others.
 ``plugin_options.vllm`` (checked, see :class:`VLLMRoleOptions`): ``kv_connector``,
 ``kv_role`` (``by_role`` or ``kv_both``), ``kv_connector_extra_config`` (e.g.
 ``{backends: [UCX]}``), ``kv_load_failure_policy`` (``fail``/``recompute``),
-``nixl_side_channel_port`` (default 5600), ``ucx_net_devices`` (the IB devices
+``nixl_side_channel_port`` (default 5600: the first port tried; the core books
+``dp`` ports from it on each process's host, the next free ones up, so
+processes sharing a machine get their own), ``ucx_net_devices`` (the IB devices
 NIXL's UCX uses, e.g. ``mlx5_0:1``: NCCL variables do not apply to it),
 ``router_command`` (default ``vllm-router``), ``router_policy`` (``--policy``)
 and ``router_args`` (appended to the router's argv; the router ignores
@@ -74,6 +76,8 @@ from inferx_vllm import launch
 PLUGIN_OPTIONS_KEY = "vllm"
 DEFAULT_ROUTER = ("vllm-router",)
 DEFAULT_NIXL_SIDE_CHANNEL_PORT = 5600
+#: The name of NIXL's side-channel port in RoleContext.ports.
+NIXL_PORT = "nixl_side_channel"
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 #: KV connectors whose router needs telling (vllm-router --kv-connector; NIXL is its default).
 ROUTER_KV_CONNECTOR = {"MooncakeConnector": "mooncake"}
@@ -138,11 +142,22 @@ def kv_transfer_config(role: RoleContext, opts: VLLMRoleOptions) -> str:
     return json.dumps(config, separators=(",", ":"))
 
 
+def role_ports(server: ServerConfig, role: RoleContext) -> dict[str, tuple[int, int]]:
+    """``EngineInfo.role_ports``: NIXL's side channel, which vLLM opens at the port plus the
+    process's data-parallel index, so ``dp`` ports in a row per process; the core books them
+    on the process's host (two prefill servers on one machine no longer share 5600)."""
+    _, opts = split_options(server)
+    if role.role not in KV_ROLES or opts.kv_connector != "NixlConnector":
+        return {}
+    return {NIXL_PORT: (opts.nixl_side_channel_port, server.parallelism.dp)}
+
+
 def kv_env(role: RoleContext, opts: VLLMRoleOptions) -> dict[str, str]:
     env: dict[str, str] = {}
     if opts.kv_connector == "NixlConnector":
         env["VLLM_NIXL_SIDE_CHANNEL_HOST"] = role.host
-        env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(opts.nixl_side_channel_port)
+        port = role.ports.get(NIXL_PORT, opts.nixl_side_channel_port)
+        env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(port)
     if opts.ucx_net_devices:
         env["UCX_NET_DEVICES"] = opts.ucx_net_devices
     return env

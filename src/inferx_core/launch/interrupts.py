@@ -11,7 +11,7 @@ send, SIGHUP what a closed terminal sends; both are treated as Ctrl-C. While
   every finished request is kept and the point is written as interrupted;
   elsewhere a ``KeyboardInterrupt`` is raised;
 - a second signal kills every engine group at once (SIGKILL, ``docker
-  kill``) and raises ``KeyboardInterrupt``.
+  rm -f`` by InferX's label) and raises ``KeyboardInterrupt``.
 
 A SIGHUP that was ignored when InferX started (``nohup``) stays ignored.
 """

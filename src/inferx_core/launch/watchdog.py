@@ -10,7 +10,7 @@ InferX dies, however it dies:
 
 - a byte then EOF: InferX stopped the engine itself; the watchdog exits.
 - EOF with no byte: InferX is gone; the watchdog runs the launcher's stop
-  command (``docker kill NAME`` for containers), SIGTERMs the engine's
+  command (for a container: ``docker rm -f`` of its InferX label), SIGTERMs the engine's
   process group and every descendant of its leader (also those that left
   the group with ``setsid``), waits a grace period, then SIGKILLs what is
   left, and finally masks the secret values in the engine's log (InferX
@@ -126,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="inferx-watchdog")
     parser.add_argument("--pid", type=int, required=True, help="the engine's group leader")
     parser.add_argument("--grace", type=float, default=ORPHAN_GRACE_S)
-    parser.add_argument("--stop-argv", default="", help="JSON list run first (docker kill NAME)")
+    parser.add_argument(
+        "--stop-argv", default="", help="JSON list run first (docker: rm -f by label)"
+    )
     args = parser.parse_args(argv)
     # Ctrl-C and a closed terminal are for InferX to handle; only the pipe decides here.
     for sig in (signal.SIGINT, signal.SIGHUP):

@@ -77,3 +77,20 @@ def test_report_shows_the_verdict_beside_imported_points(tmp_path: Path, capsys)
     header, row = csv[0].split(","), csv[1]
     assert header[:4] == ["point_id", "status", "valid", "validity_failing"]
     assert row.startswith('aiperf-c32-starved,invalid,false,"chunk_coalescing,whole_reply_at_once"')
+
+
+def test_compare_shows_the_verdict_of_an_imported_point(tmp_path: Path, capsys) -> None:
+    a, b = tmp_path / "aiperf", tmp_path / "vllm"
+    assert main(["import", str(FIXTURES / "aiperf" / "c2-clean"), "--output", str(a)]) == 2
+    capsys.readouterr()  # a folder is refused: import takes files
+    clean = FIXTURES / "aiperf" / "c2-clean" / "profile_export_aiperf.json"
+    assert main(["import", str(clean), "--output", str(a)]) == 0
+    chat = FIXTURES / "vllm" / "vllm-c2-chat.json"
+    assert main(["import", str(chat), "--output", str(b)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--match", "load", "--json"]) == 0
+    (point,) = json.loads(capsys.readouterr().out)["points"]
+    basis = point["metrics"][0]["basis"]
+    assert basis.startswith("point not ok in B: invalid (") and "first_chunk_without_token" in basis
+    assert main(["compare", str(a), str(b), "--match", "load"]) == 0
+    assert "invalid (B)" in capsys.readouterr().out

@@ -387,7 +387,12 @@ def _frontier(rows: Sequence[Mapping[str, Any]]) -> Frontier:
     return Frontier.of(pts)
 
 
-def _not_ok_metric(spec: MetricSpec, side: str) -> dict[str, Any]:
+def _not_ok_metric(spec: MetricSpec, side: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    # the verdict that made it not ok, where one exists (imported points carry theirs too)
+    failing = row.get("validity_failing")
+    if isinstance(failing, (list, tuple)):
+        failing = ", ".join(map(str, failing))
+    verdict = f": {row.get('status')} ({failing})" if failing else ""
     return {
         "field": spec.field,
         "label": spec.label,
@@ -396,7 +401,7 @@ def _not_ok_metric(spec: MetricSpec, side: str) -> dict[str, Any]:
         "ratio": None,
         "change": None,
         "verdict": "n/a",
-        "basis": f"point not ok in {side}",
+        "basis": f"point not ok in {side}{verdict}",
     }
 
 
@@ -406,7 +411,8 @@ def _point_metrics(a: SideData, b: SideData, pa: str, pb: str, noise: float) -> 
     metrics = []
     for spec in METRICS:
         if ra.get("status") != "ok" or rb.get("status") != "ok":
-            metrics.append(_not_ok_metric(spec, "A" if ra.get("status") != "ok" else "B"))
+            side, row = ("A", ra) if ra.get("status") != "ok" else ("B", rb)
+            metrics.append(_not_ok_metric(spec, side, row))
             continue
         ea, eb = estimate(a, pa, spec), estimate(b, pb, spec)
         metrics.append(

@@ -231,7 +231,9 @@ _MARK = {"better": "better", "worse": "worse", "same": "~", "n/a": ""}
 
 def _ratio_cell(metric: dict[str, Any]) -> str:
     if metric.get("ratio") is None:
-        return "-"
+        # "point not ok in B: invalid (checks)" -> "invalid (B)": the verdict, not a blank
+        head, _, verdict = str(metric.get("basis") or "").partition(": ")
+        return f"{verdict.split(' (')[0]} ({head[-1]})" if verdict else "-"
     mark = _MARK[metric["verdict"]]
     return f"{metric['ratio']:.3f}x {mark}".rstrip()
 

@@ -133,14 +133,16 @@ class DeploymentPlan:
 
     def machine_warnings(self) -> list[str]:
         """Where several processes share a machine: GPUs it does not have."""
+        by_host: dict[str, tuple[int, int]] = {}  # host -> (processes, GPUs): one pass
+        for la in self.launches:
+            count, used = by_host.get(la.context.host, (0, 0))
+            by_host[la.context.host] = (count + 1, used + len(la.spec.gpu_ids))
         warnings = []
-        for host in sorted({la.context.host for la in self.launches}):
-            here = [la for la in self.launches if la.context.host == host]
-            used = sum(len(la.spec.gpu_ids) for la in here)
-            have = self.platform.gpu_count
-            if len(here) > 1 and have and used > have:
+        have = self.platform.gpu_count
+        for host, (count, used) in sorted(by_host.items()):
+            if count > 1 and have and used > have:
                 warnings.append(
-                    f"{host}: {len(here)} processes use {used} GPUs, this machine has {have}; "
+                    f"{host}: {count} processes use {used} GPUs, this machine has {have}; "
                     "run a deployment of that size with --executor slurm"
                 )
         return warnings

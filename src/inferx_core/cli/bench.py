@@ -284,13 +284,18 @@ def _config_file_data(args: argparse.Namespace) -> dict[str, Any]:
 _OPEN_LOOP_ONLY = ("arrival", "burstiness", "ramp", "ramp_start_rps", "max_concurrency")
 
 
-def _refuse_unused(args: argparse.Namespace, load: dict[str, Any]) -> None:
-    """Open-loop flags without an open loop would be ignored: say so instead."""
+def _refuse_unused(args: argparse.Namespace, load: dict[str, Any], workload: dict) -> None:
+    """Open-loop flags without an open loop would be ignored: say so instead. A trace is an
+    open loop of its own: ``--max-concurrency`` caps its requests in flight (docs/workloads.md),
+    as ``load.max_concurrency`` does in a config."""
     from inferx_core.errors import UserFacingError
 
+    trace = workload.get("trace") is not None or workload.get("kind") == "trace"
     if load.get("request_rate") is None:
         given = [
-            f"--{d.replace('_', '-')}" for d in _OPEN_LOOP_ONLY if getattr(args, d) is not None
+            f"--{d.replace('_', '-')}"
+            for d in _OPEN_LOOP_ONLY
+            if getattr(args, d) is not None and not (trace and d == "max_concurrency")
         ]
         if given:
             raise UserFacingError(
@@ -315,7 +320,7 @@ def _apply_flags(args: argparse.Namespace, data: dict[str, Any]) -> None:
     if args.request_rate is not None:
         load["request_rate"], load["concurrency"] = args.request_rate, None
     _copy_given(args, _LOAD_FLAGS, load)
-    _refuse_unused(args, load)
+    _refuse_unused(args, load, workload)
     if search_flags(args, data):
         return  # --slo is the search's constraint
     if args.slo:

@@ -33,11 +33,11 @@ lint: install
 # the venvs' pip installs (mostly I/O), which keeps a fresh clone's `make test` short.
 # With INFERX_REQUIRE_DOCKER=1 (.ci/run, which starts the daemon) the engine images
 # are built too (cached by their inputs: a no-op on a warm machine).
-TEST_NEEDS := install lint engine llama-server sglang browser \
+TEST_NEEDS := install lint engine llama-server sglang browser aiperf guidellm \
 	$(if $(filter 1,$(INFERX_REQUIRE_DOCKER)),images)
 test:
 	$(MAKE) -j4 --output-sync=target $(TEST_NEEDS)
-	INFERX_REQUIRE_ENGINE=1 INFERX_REQUIRE_BROWSER=1 INFERX_REQUIRE_LMEVAL=1 \
+	INFERX_REQUIRE_ENGINE=1 INFERX_REQUIRE_BROWSER=1 INFERX_REQUIRE_LMEVAL=1 INFERX_REQUIRE_TOOLS=1 \
 		INFERX_LMEVAL_PYTHON=$(CURDIR)/$(LMEVAL_VENV)/bin/python $(BIN)/python -m pytest --durations=25
 
 # The unit tests only, in parallel: no engine, no parser venv, no browser, no

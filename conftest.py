@@ -29,6 +29,8 @@ SLOW_FIXTURES = frozenset(
         "db_url",  # parametrized over DuckDB and PostgreSQL
         "slurm_cluster",
         "lmeval_python",
+        "aiperf_bin",  # AIPerf's own venv (make aiperf)
+        "guidellm_bin",  # GuideLLM's own venv (make guidellm)
     }
 )
 

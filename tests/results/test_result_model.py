@@ -166,3 +166,32 @@ def test_read_result_takes_a_path_or_a_string(tmp_path: Path) -> None:
     point = tmp_path / "point.json"
     point.write_text(json.dumps(make_result("p-c1")))
     assert read_result(str(point)).point_id == read_result(point).point_id
+
+
+def test_reasoning_and_speculative_figures_survive_the_flat_view() -> None:
+    """The flat view carries them (reasoning keys, spec_* from the telemetry window) and is
+    a schema-1 file again: nothing lands in provenance.extra, nothing is lost."""
+    from inferx_core.metrics.model import Distribution, ReasoningStats
+
+    result = parse_result(
+        json.loads((SCHEMA1 / "v1-bench-completions-isl16-osl8-c2.json").read_text())
+    )
+    reasoning = ReasoningStats(
+        requests=6,
+        total_reasoning_tokens=36,
+        reasoning_token_sources={"usage": 6, "chunk_tokens": 0, "chunk_count": 0},
+        no_answer_requests=0,
+        ttfo_ms=Distribution(mean=12.0, median=11.0, std=1.0, percentiles={"p99": 14.0}),
+        tpot_answer_ms=Distribution(mean=2.0, median=2.0, std=0.1, percentiles={"p99": 2.5}),
+    )
+    assert result.telemetry is not None
+    window = {"source": "counters", "acceptance_rate": 0.5, "mean_acceptance_length": 2.5,
+              "acceptance_per_position": [0.9, 0.6], "drafts": 10.0, "draft_tokens": 30.0,
+              "accepted_tokens": 15.0, "out_of_bounds": {}}  # fmt: skip
+    telemetry = result.telemetry.model_copy(update={"engine_metrics": {"spec_decode": window}})
+    rich = result.model_copy(update={"reasoning": reasoning, "telemetry": telemetry})
+    flat = rich.flat()
+    assert flat["median_ttfo_ms"] == 11.0 and flat["total_reasoning_tokens"] == 36
+    assert flat["spec_mean_acceptance_length"] == 2.5 and flat["spec_drafts"] == 10.0
+    again = parse_result(flat)
+    assert again.provenance.extra == {} and again == rich

@@ -72,8 +72,9 @@ def test_a_gauge_of_1e308_never_loses_the_point(tmp_path: Path, capsys: Any) -> 
     code, result, _ = bench(tmp_path, text, "vllm", capsys)
     assert code == 0 and result["status"] in ("ok", "invalid")
     kv = result["telemetry"]["engine_metrics"]["kv_cache_usage"]
-    assert kv["mean"] is None and "not a finite number" in kv["why"]
     assert kv["max"] == 1e308  # a finite reading is kept as it was read
+    if kv["samples"] >= 2:  # two readings of 1e308 have no finite mean (a busy machine: one)
+        assert kv["mean"] is None and "not a finite number" in kv["why"]
 
 
 @pytest.mark.parametrize("reading", ["-3.5", "1e308"])

@@ -36,7 +36,7 @@ class Scripted:
 def bench(tmp_path: Path, metrics: Any, engine: str, capsys: Any) -> tuple[int, dict, str]:
     """The written result file (not the printed one), the exit code and what was printed;
     ``metrics``: the /metrics text, or an object answering it (``text()``, ``step()``)."""
-    with SSETestServer(itl_ms=2, spec_tokens=3) as server:
+    with SSETestServer(itl_ms=10, spec_tokens=3) as server:  # a window of several scrapes
         server.spec = Scripted(metrics) if isinstance(metrics, str) else metrics  # type: ignore[assignment]
         config = tmp_path / "bench.json"
         config.write_text(

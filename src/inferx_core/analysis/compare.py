@@ -388,11 +388,7 @@ def _frontier(rows: Sequence[Mapping[str, Any]]) -> Frontier:
 
 
 def _not_ok_metric(spec: MetricSpec, side: str, row: Mapping[str, Any]) -> dict[str, Any]:
-    # the verdict that made it not ok, where one exists (imported points carry theirs too)
-    failing = row.get("validity_failing")
-    if isinstance(failing, (list, tuple)):
-        failing = ", ".join(map(str, failing))
-    verdict = f": {row.get('status')} ({failing})" if failing else ""
+    verdict = f": {row.get('status')} ({why})" if (why := row.get("validity_failing")) else ""
     return {
         "field": spec.field,
         "label": spec.label,
@@ -411,8 +407,8 @@ def _point_metrics(a: SideData, b: SideData, pa: str, pb: str, noise: float) -> 
     metrics = []
     for spec in METRICS:
         if ra.get("status") != "ok" or rb.get("status") != "ok":
-            side, row = ("A", ra) if ra.get("status") != "ok" else ("B", rb)
-            metrics.append(_not_ok_metric(spec, side, row))
+            bad = ("A", ra) if ra.get("status") != "ok" else ("B", rb)  # its verdict shows
+            metrics.append(_not_ok_metric(spec, *bad))
             continue
         ea, eb = estimate(a, pa, spec), estimate(b, pb, spec)
         metrics.append(

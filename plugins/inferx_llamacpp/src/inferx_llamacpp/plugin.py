@@ -110,11 +110,10 @@ def model_file(server: ServerConfig) -> str:
     from inferx_llamacpp.gguf_model import convert, gguf_path_for, is_hf_llama
 
     path = Path(server.model).expanduser()
-    if server.image:  # the path is the container's: nothing here to check
-        return server.model
     if path.is_dir() and is_hf_llama(path):
         return str(convert(path, gguf_path_for(path, model_cache_dir())))
-    check_gguf_file(server.model, "model")
+    if not server.image:  # an image's path is the container's: nothing here to check
+        check_gguf_file(server.model, "model")
     return server.model
 
 

@@ -131,7 +131,19 @@ $(SGLANG_STAMP):
 	$(SGLANG_VENV)/bin/python -c "from sglang.srt.server_args import prepare_server_args"
 	touch $@
 
-sglang: $(SGLANG_STAMP)
+# An older SGLang's parser beside it, for the plugin's flag forms by version range
+# (inferx_sglang/versions.py): only the sglang wheel, into a folder put first on
+# PYTHONPATH of .venv-sglang's python (0.5.22's server_args imports what 0.5.23's does).
+SGLANG_OLD_VERSION := 0.5.22
+SGLANG_OLD_STAMP := $(SGLANG_VENV)/sglang-$(SGLANG_OLD_VERSION)/.inferx-installed
+
+$(SGLANG_OLD_STAMP): $(SGLANG_STAMP)
+	$(SGLANG_VENV)/bin/python -m pip install --quiet --no-deps $(SGLANG_PIP_ARGS) \
+		--target $(SGLANG_VENV)/sglang-$(SGLANG_OLD_VERSION) sglang==$(SGLANG_OLD_VERSION)
+	touch $@
+
+sglang: $(SGLANG_STAMP) $(SGLANG_OLD_STAMP)
+
 
 # The other tools `inferx audit` reads, each in its own venv (never InferX's):
 # tests/interop runs them against the scripted server and the vLLM CPU engine to

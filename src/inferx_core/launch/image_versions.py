@@ -107,3 +107,12 @@ def version_in_image(image: str, *packages: str) -> tuple[str, str] | None:
         if versions.get(package):
             return str(versions[package]), f"read from image {image}, {str(found['id'])[:19]}"
     return None
+
+
+def image_versions_here(image: str) -> dict[str, str]:
+    """The versions read from ``image`` (cached), empty when they cannot be read here."""
+    try:
+        found = image_versions(image)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {}
+    return {k: str(v) for k, v in (found.get("versions") or {}).items() if v}

@@ -39,6 +39,7 @@ def resolve_launch(
     entry = engine_registry(pm).get(server.engine)  # clear error for unknown/conflicting names
     if server.port is None:
         raise ValueError("resolve_launch needs a concrete port; pick one before resolving")
+    platform = image_platform(server, platform)
     plugin, spec = pm.call_first(
         "inferx_engine_launch_spec", server=server, platform=platform, load=load
     )
@@ -57,6 +58,21 @@ def resolve_launch(
     fixes = [fix for _, fix in fix_catalogue(pm)]
     fixed, applied, decisions = apply_fixes(spec, fixes, ctx, disabled=server.disable_fixes)
     return ResolvedLaunch(plugin or entry.plugin, spec, fixed, applied, decisions)
+
+
+def image_platform(server: ServerConfig, platform: Platform) -> Platform:
+    """For a docker launch whose image is here, ``platform`` with the image's own versions
+    in ``software`` (``sglang``, ``vllm``, ``torch``, ...; read from the image, cached per
+    image id): a plugin choosing flags by engine version, and a fix whose condition names
+    a version, see what will run, not the host (docs/containers.md)."""
+    if server.launcher != "docker" or not server.image:
+        return platform
+    from inferx_core.launch.image_versions import image_versions_here
+
+    found = image_versions_here(server.image)
+    if not found:
+        return platform
+    return platform.model_copy(update={"software": {**platform.software, **found}})
 
 
 # What each vendor's accelerators are called in a warning (TPU chips are not GPUs).

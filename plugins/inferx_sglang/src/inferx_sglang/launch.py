@@ -19,8 +19,9 @@ benchmark recipes::
         --enable-metrics [engine_args...] [extra_argv...]
 
 - DP attention (``parallelism: {dp: N, dp_attention: true}``) is
-  ``--attn-dp-size N``: N attention groups inside the TP group (v0.5.23
-  deprecates ``--dp-size N --enable-dp-attention``); ``dp_attention`` without
+  ``--attn-dp-size N``: N attention groups inside the TP group (v0.5.22
+  deprecates ``--dp-size N --enable-dp-attention``, which an older SGLang read
+  from the image gets: :mod:`inferx_sglang.versions`); ``dp_attention`` without
   ``dp > 1`` is refused, never dropped.
 - ``cuda_graph_max_bs`` is the decode graphs' ``--cuda-graph-max-bs-decode``;
   ``disable_cuda_graph`` disables both phases' graphs (the old
@@ -63,6 +64,7 @@ from inferx_core import (
     tiny_completion_probe,
 )
 from inferx_sglang.speculative import speculative_argv
+from inferx_sglang.versions import dp_attention_argv
 
 ENGINE = "sglang"
 #: The SGLang release whose ServerArgs the argv is written for and checked against.
@@ -136,7 +138,7 @@ def flag_name(key: str) -> str:
     return ALIASES.get(flag, flag)
 
 
-def _parallelism_argv(server: ServerConfig) -> list[str]:
+def _parallelism_argv(server: ServerConfig, version: str | None = None) -> list[str]:
     par = server.parallelism
     if par.dp_attention and par.dp < 2:
         raise UserFacingError(
@@ -146,8 +148,10 @@ def _parallelism_argv(server: ServerConfig) -> list[str]:
     argv = ["--tensor-parallel-size", str(par.tp)]
     if par.pp > 1:
         argv += ["--pp-size", str(par.pp)]
-    if par.dp > 1:
-        argv += ["--attn-dp-size" if par.dp_attention else "--dp-size", str(par.dp)]
+    if par.dp > 1 and par.dp_attention:
+        argv += dp_attention_argv(par.dp, version)[0]  # the form of the version that runs
+    elif par.dp > 1:
+        argv += ["--dp-size", str(par.dp)]
     ep = par.ep or (par.tp if par.expert_parallel else None)
     if ep and ep > 1:
         argv += ["--ep-size", str(ep)]
@@ -182,12 +186,13 @@ def _tuning_argv(server: ServerConfig) -> list[str]:
     return argv
 
 
-def build_argv(server: ServerConfig) -> list[str]:
-    """The launch_server argv for ``server`` (``server.port`` must be set)."""
+def build_argv(server: ServerConfig, version: str | None = None) -> list[str]:
+    """The launch_server argv for ``server`` (``server.port`` must be set) on SGLang
+    ``version`` (None: :data:`TARGET_VERSION`'s flag forms; see :mod:`inferx_sglang.versions`)."""
     argv = [*(server.executable or DEFAULT_EXECUTABLE), "--model-path", server.model]
     argv += ["--served-model-name", server.name_served]
     argv += ["--host", server.host, "--port", str(server.port)]
-    argv += _parallelism_argv(server)
+    argv += _parallelism_argv(server, version)
     argv += _tuning_argv(server)
     argv += speculative_argv(server)
     argv.append("--enable-metrics")
@@ -204,9 +209,14 @@ def build_argv(server: ServerConfig) -> list[str]:
 
 def launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
     assert server.port is not None
+    # the version that will run: read from the image for a docker launch
+    version = platform.software.get("sglang")
+    par = server.parallelism
+    warning = dp_attention_argv(par.dp, version)[1] if par.dp_attention else None
     return LaunchSpec(
         engine=ENGINE,
-        argv=tuple(build_argv(server)),
+        argv=tuple(build_argv(server, version)),
+        warnings=(warning,) if warning else (),
         env=dict(server.engine_env),
         image=server.image,
         host=server.host,

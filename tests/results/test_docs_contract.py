@@ -1,14 +1,15 @@
 """The docs' promise, checked on the files: every figure a doc table says an artifact carries
 is found there, non-null, after one real ``inferx bench``.
 
-The tables are the ones headed ``| figure | result file | flat view | points.csv |
-database | vLLM export | InferenceX export |`` in docs/metrics.md, docs/speculative.md
-and docs/search.md (docs/metrics.md section 14 says how a cell names a place). One
-CLI run against the scripted server, playing a reasoning model with vLLM's
-speculative-decoding counters, writes every artifact: the result file and what
-``--json`` printed, the flat view, ``points.csv``, the database (``--db``), the vLLM
-export and the InferenceX aggregate (``--export``). A figure the docs promise and no
-file carries fails here, naming the doc, the figure and the artifact.
+The tables are the ones headed ``| figure | ARTIFACT | ... |`` in docs/metrics.md,
+docs/speculative.md and docs/search.md, each column an artifact (docs/metrics.md
+section 14 says how a cell names a place). One CLI run against the scripted server,
+playing a reasoning model with vLLM's speculative-decoding counters, writes every
+point artifact: the result file and what ``--json`` printed, the flat view,
+``points.csv``, the database (``--db``), the vLLM export and the InferenceX aggregate
+(``--export``); a second, ``inferx bench --search`` of a server of known capacity,
+writes the search summary (docs/search.md). A figure the docs promise and no file
+carries fails here, naming the doc, the figure and the artifact.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import pytest
 from inferx_core.cli.app import main
 from inferx_core.db.store import open_db
 from inferx_core.results.model import parse_result
-from inferx_core.testing import SSETestServer
+from inferx_core.testing import ServerProcess, SSETestServer
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 CONTRACT_DOCS = ("metrics.md", "speculative.md", "search.md")
@@ -40,8 +41,8 @@ ARTIFACTS = (
     "database",
     "vLLM export",
     "InferenceX export",
+    "search summary",
 )
-HEADER = "| figure | " + " | ".join(ARTIFACTS) + " |"
 
 
 @dataclass(frozen=True)
@@ -52,23 +53,31 @@ class Promise:
     place: str
 
 
+def _header(line: str) -> list[str] | None:
+    """The artifacts of a contract table's header line, or None for any other line."""
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if len(cells) < 2 or cells[0] != "figure" or not set(cells[1:]) <= set(ARTIFACTS):
+        return None
+    return cells[1:]
+
+
 def promises(doc: str) -> Iterator[Promise]:
     """Every (figure, artifact, place) of the contract tables in ``doc``."""
-    lines = (DOCS / doc).read_text(encoding="utf-8").splitlines()
-    inside = False
-    for line in lines:
-        if line.strip() == HEADER:
-            inside = True
+    columns: list[str] | None = None
+    for line in (DOCS / doc).read_text(encoding="utf-8").splitlines():
+        if not line.startswith("|"):
+            columns = None
             continue
-        if inside and not line.startswith("|"):
-            inside = False
-        if not inside or set(line) <= set("|- "):
+        if columns is None:
+            columns = _header(line)
+            continue
+        if set(line) <= set("|-: "):
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        assert len(cells) == len(ARTIFACTS) + 1, (
+        assert len(cells) == len(columns) + 1, (
             f"docs/{doc}: a contract row of the wrong width: {line}"
         )
-        for artifact, cell in zip(ARTIFACTS, cells[1:], strict=True):
+        for artifact, cell in zip(columns, cells[1:], strict=True):
             if cell != "-":
                 match = re.fullmatch(r"`([^`]+)`", cell)
                 assert match, f"docs/{doc}: {cells[0]!r} {artifact}: a cell is `place` or -"
@@ -143,6 +152,23 @@ def _config(base_url: str) -> dict[str, Any]:
     }
 
 
+@pytest.fixture(scope="module")
+def search_summary(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One ``inferx bench --search`` of a server of 4 slots (past them a request waits for a
+    slot: TTFT far past the limit); its written summary."""
+    out = tmp_path_factory.mktemp("search") / "out"
+    with ServerProcess(max_concurrent=4, ttft_ms=5, itl_ms=20) as server:
+        code = main([
+            "bench", "--base-url", server.base_url, "--isl", "16", "--osl", "6",
+            "--num-prompts", "16", "--no-telemetry", "--no-progress", "--num-gpus", "1",
+            "--output", str(out), "--search", "concurrency", "--slo", "ttft_ms=50",
+        ])  # fmt: skip
+    (path,) = (out / "search").glob("*.json")
+    summary = json.loads(path.read_text())
+    assert code == 0 and summary["status"] == "found", summary["reason"]
+    return summary
+
+
 _MISSING = object()
 
 
@@ -157,7 +183,7 @@ def lookup(data: Any, place: str, dotted: bool) -> Any:
     return data
 
 
-_DOTTED = {"result file", "vLLM export"}
+_DOTTED = {"result file", "vLLM export", "search summary"}
 
 
 def _present(value: Any) -> bool:
@@ -167,12 +193,18 @@ def _present(value: Any) -> bool:
 
 
 @pytest.mark.parametrize("promise", all_promises(), ids=lambda p: f"{p.figure}@{p.artifact}")
-def test_every_promised_figure_is_in_its_file(promise: Promise, artifacts: dict[str, Any]) -> None:
+def test_every_promised_figure_is_in_its_file(
+    promise: Promise, request: pytest.FixtureRequest
+) -> None:
+    if promise.artifact == "search summary":
+        files = {"search summary": request.getfixturevalue("search_summary")}
+    else:
+        files = request.getfixturevalue("artifacts")
     names = (
         [promise.artifact, "--json"] if promise.artifact == "result file" else [promise.artifact]
     )
     for name in names:
-        value = lookup(artifacts[name], promise.place, promise.artifact in _DOTTED)
+        value = lookup(files[name], promise.place, promise.artifact in _DOTTED)
         assert _present(value), (
             f"docs/{promise.doc} promises {promise.figure!r} in the {name} as "
             f"`{promise.place}`; the file has {'nothing there' if value is _MISSING else value!r}"

@@ -118,3 +118,32 @@ def test_167_percent_is_null_and_invalidates_without_a_golden_value(
     assert spec["acceptance_rate"] is None and spec["mean_acceptance_length"] is None
     assert "in [0, 1]" in spec["out_of_bounds"]["acceptance_rate"]
     assert result["status"] == "invalid" and not spec_check(result)["passed"]
+
+
+def test_a_length_past_k_plus_one_is_null_in_the_file_with_the_runs_own_k(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """5 draft tokens per draft, all accepted: length 6.0, possible for k = 5, not for the
+    run's k = 3; the written figure is null with the reason, not only the check."""
+
+    class FivePerDraft(Scripted):
+        def __init__(self) -> None:
+            super().__init__("")
+            self.drafts = 0
+
+        def step(self, spec_tokens: int, chunk_tokens: int) -> None:
+            self.drafts += 1
+
+        def text(self) -> str:
+            d = self.drafts
+            name = "vllm:spec_decode_num_{}_total".format
+            return "".join(
+                f"# TYPE {name(k)} counter\n{name(k)} {v}\n"
+                for k, v in (("drafts", d), ("draft_tokens", 5 * d), ("accepted_tokens", 5 * d))
+            )
+
+    _, result, _ = bench(tmp_path, FivePerDraft(), "vllm", capsys)
+    spec = result["telemetry"]["engine_metrics"]["spec_decode"]
+    assert spec["mean_acceptance_length"] is None and spec["speculative_tokens"] == 3
+    assert "[1, 4] for 3" in spec["out_of_bounds"]["mean_acceptance_length"]
+    assert result["status"] == "invalid" and not spec_check(result)["passed"]

@@ -36,6 +36,7 @@ from inferx_core.results.model import (
 from inferx_core.sdk.redact import redact, redact_text
 from inferx_core.telemetry.finite import finite_telemetry
 from inferx_core.telemetry.model import TelemetrySection
+from inferx_core.telemetry.spec_bounds import bound_spec_window
 
 StoppedBy = Literal["num_prompts", "duration", "aborted"]
 
@@ -143,11 +144,27 @@ def measured_result(
         latency=metrics.latency,
         throughput=metrics.throughput,
         reasoning=metrics.reasoning,  # reasoning models only (TTFO, answer TPOT, tokens)
-        telemetry=finite_telemetry(measured.telemetry),  # a 1e308 gauge never loses the point
+        telemetry=_bounded_telemetry(measured.telemetry, source),
         provenance=provenance(source, **more_provenance),
         null_reasons=metrics.null_reasons,
         validity=measured.validity,
     )
+
+
+def _bounded_telemetry(
+    telemetry: TelemetrySection | None, source: PointSource
+) -> TelemetrySection | None:
+    """No value that is not finite (a 1e308 gauge never loses the point), and the speculative
+    window bounded by the run's own ``num_speculative_tokens`` (length in [1, k + 1])."""
+    telemetry = finite_telemetry(telemetry)
+    config = source.context.get("config")
+    spec = (config.get("speculative") if isinstance(config, Mapping) else None) or {}
+    k = spec.get("num_speculative_tokens") if isinstance(spec, Mapping) else None
+    window = telemetry.engine_metrics.get("spec_decode") if telemetry is not None else None
+    if telemetry is None or not isinstance(k, int) or not isinstance(window, Mapping):
+        return telemetry
+    engine = {**telemetry.engine_metrics, "spec_decode": bound_spec_window(window, k)}
+    return telemetry.model_copy(update={"engine_metrics": engine})
 
 
 def never_ran_result(source: PointSource, reason: str, **more_provenance: Any) -> FailedResult:

@@ -72,10 +72,19 @@ def test_vllm_chat_ttft_taken_at_the_role_chunk_is_caught(capsys) -> None:
     checks = _checks(audit)
     assert code == 1 and not checks["first_chunk_without_token"]["passed"]
     assert checks["first_chunk_without_token"]["value"] == 1.0
-    assert not checks["usage_cross_check"]["passed"]
+    # the records start at the first token: usage agrees, TTFT is the server's ~50 ms
+    assert checks["usage_cross_check"]["passed"]
     assert audit["diagnosis"][0]["rule"] == "early_first_chunk"
     assert "--backend openai" in audit["diagnosis"][0]["fix"]
     assert checks["output_length"]["passed"]  # random_output_len=16 came by --metadata
+
+
+def test_vllm_chat_records_start_at_the_first_token(tmp_path: Path, capsys) -> None:
+    assert main(["import", str(VLLM_CHAT), "--output", str(tmp_path)]) == 0
+    written = json.loads((tmp_path / "vllm-c2-chat.json").read_text())
+    assert written["provenance"]["extra"]["tool_figures"]["median_ttft_ms"] < 5  # vLLM's
+    assert 50 <= written["latency"]["ttft_ms"]["median"] < 70  # the first token's
+    assert 38 < written["latency"]["tpot_ms"]["median"] < 42  # the server's 40 ms
 
 
 def test_vllm_completions_run_is_trustworthy(capsys) -> None:

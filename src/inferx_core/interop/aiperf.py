@@ -30,7 +30,13 @@ _NS_PER_MS = 1e6
 
 
 def is_aiperf(data: Any) -> bool:
-    return isinstance(data, dict) and "aiperf_version" in data and "input_config" in data
+    """The profile summary; not AIPerf's server_metrics_export.json beside it (no requests)."""
+    return (
+        isinstance(data, dict)
+        and "aiperf_version" in data
+        and "input_config" in data
+        and ("request_count" in data or "error_request_count" in data)
+    )
 
 
 def _value(metrics: Mapping[str, Any], name: str) -> Any:

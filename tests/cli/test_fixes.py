@@ -73,6 +73,21 @@ def test_text_lists_every_fix(capsys: pytest.CaptureFixture[str]) -> None:
     assert "symptom:" in out and "reference:" in out
 
 
+def test_a_fix_that_cannot_take_effect_in_a_container_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, out, _ = run(capsys)
+    blocks: dict[str, str] = {}
+    for line in out.splitlines():
+        if line and not line.startswith((" ", "─")):
+            current = line.split(" ", 1)[0]
+        elif line.startswith("  "):
+            blocks[current] = blocks.get(current, "") + line + "\n"
+    note = "  in a container: cannot take effect: a process launch's setting"
+    assert note in blocks["nvidia-visible-devices"]  # docker's --gpus does its job
+    assert "in a container:" not in blocks["nccl-sm100-jit-cache"]  # it works in one
+
+
 def test_evaluation_for_a_config_on_a_platform(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

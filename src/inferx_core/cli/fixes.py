@@ -118,6 +118,12 @@ def markdown_table(fixes: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The tag of a fix that takes effect only on an engine InferX starts as a process: in a
+#: container docker's own flags (--gpus, --device) do its job, and it never applies there.
+PROCESS_ONLY_TAG = "process-only"
+IN_A_CONTAINER = "cannot take effect: a process launch's setting (docker's flags do this)"
+
+
 def render(fixes: list[dict[str, Any]], evaluations: list[dict[str, Any]] | None) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -130,6 +136,8 @@ def render(fixes: list[dict[str, Any]], evaluations: list[dict[str, Any]] | None
         )
         for key in ("symptom", "condition", "change", "reference"):
             console.print(f"  {key}: {escape(fix[key])}", highlight=False)
+        if PROCESS_ONLY_TAG in fix.get("tags", ()):
+            console.print(f"  in a container: {IN_A_CONTAINER}", highlight=False)
     for item in evaluations or []:
         console.rule(f"[bold]{escape(item['server'])}[/] ({escape(item['engine'])})")
         if "error" in item:

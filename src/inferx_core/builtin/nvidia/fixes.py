@@ -355,7 +355,7 @@ FIXES: list[Fix] = [
         condition=_visible_condition,
         change=_visible_change,
         order=10,
-        tags=("nvidia", "generic"),
+        tags=("nvidia", "generic", "process-only"),  # docker: --gpus selects the devices
     ),
     Fix(
         id="nvidia-gpu-memory-preflight",

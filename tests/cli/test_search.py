@@ -58,5 +58,41 @@ def test_bad_search_flags_are_one_line_errors(
     slo: str, needle: str, tmp_path: Path, capsys
 ) -> None:
     argv = _bench("http://127.0.0.1:9", tmp_path, "--search", "rate", "--slo", slo)
-    assert main(argv) == 2
+    try:
+        code = main(argv)
+    except SystemExit as exited:  # a key no SLO has: refused by the --slo parser itself
+        code = exited.code
+    assert code == 2
     assert needle in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("slo", "needle"),
+    [
+        ("p100_ttft_ms=5", "the percentile must be in (0, 100), got 100"),
+        ("p101_e2el_ms=5", "the percentile must be in (0, 100), got 101"),
+        ("ttft_ms=500,ttft_ms=50", "ttft_ms is given twice (500 and 50); give it once"),
+    ],
+)
+def test_slo_keys_are_checked_before_any_load(slo: str, needle: str, tmp_path: Path, capsys):
+    """Before: p100_/p101_ keys raised a traceback after the first probe had sent load, and
+    a key given twice kept the last silently. Now argparse refuses them (nothing listens on
+    port 9: an error about the server would mean the check came too late)."""
+    argv = _bench("http://127.0.0.1:9", tmp_path, "--search", "concurrency", "--slo", slo)
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err and not (tmp_path / "search").exists()
+
+
+def test_slo_on_the_command_line_fills_the_config_search_before_validation(
+    tmp_path: Path, capsys
+) -> None:
+    config = tmp_path / "bench.yaml"
+    config.write_text("base_url: http://127.0.0.1:9\nsearch: {over: concurrency, max: 8}\n")
+    argv = _bench("http://127.0.0.1:9", tmp_path / "out", "--slo", "ttft_ms=50")
+    assert main([argv[0], str(config), *argv[1:]]) == 2
+    err = capsys.readouterr().err
+    assert "search.slo" not in err  # the flag filled it: the config is valid
+    assert "http://127.0.0.1:9" in err  # ... and only the absent server stopped it

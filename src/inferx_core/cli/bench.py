@@ -271,7 +271,8 @@ def _config_file_data(args: argparse.Namespace) -> dict[str, Any]:
 
     if not args.config:
         return {}
-    loaded = load_config(args.config)
+    # --search/--slo fill the file's search: before it is validated (it may lack its slo)
+    loaded = load_config(args.config, overlay=lambda data: search_flags(args, data))
     if not isinstance(loaded, BenchConfig):
         raise UserFacingError(
             f"{args.config} is a run config (engine:); `inferx bench` needs base_url:. "

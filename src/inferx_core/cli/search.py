@@ -7,29 +7,22 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from inferx_core.cli.numbers import Bounds, number
-
 if TYPE_CHECKING:
     from inferx_core.config.models import BenchConfig
 
 __all__ = ["add_search_arguments", "cmd_search", "search_flags", "slo_pairs"]
 
 
-_SLO_VALUE = number(float, Bounds(low=0, low_open=True, unit="ms"))
-
-
 def slo_pairs(text: str) -> dict[str, float]:
-    """``--slo ttft_ms=500,tpot_ms=30`` as limits by name (argparse type)."""
-    out = {}
-    for item in text.split(","):
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise argparse.ArgumentTypeError(f"--slo wants key=value pairs, got {item!r}")
-        try:
-            out[key.strip()] = float(_SLO_VALUE(value))
-        except argparse.ArgumentTypeError as exc:
-            raise argparse.ArgumentTypeError(f"--slo {key.strip()}: {exc}") from None
-    return out
+    """``--slo ttft_ms=500,tpot_ms=30`` as limits by name (argparse type): the one parser
+    of ``inferx bench`` and ``inferx report`` (:func:`~inferx_core.config.slo
+    .parse_slo_text`): every key checked, a key given twice refused, before any load."""
+    from inferx_core.config.slo import parse_slo_text
+
+    try:
+        return parse_slo_text(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--slo: ")) from None
 
 
 def add_search_arguments(p: argparse.ArgumentParser) -> None:
@@ -79,6 +72,8 @@ def cmd_search(args: argparse.Namespace, config: BenchConfig, on_point: Any) -> 
         resume=args.resume,
         on_skip=skipped.append,
     )
+    for note in run.summary.notes:  # probe files --resume did not trust
+        print(f"warning: {note}", file=sys.stderr)
     if args.json:
         answer = {**run.summary.model_dump(mode="json"), **cost_at_capacity(run)}
         sys.stdout.write(json.dumps(answer, indent=2) + "\n")

@@ -7,6 +7,7 @@ Every error names the file, the line where YAML knows it, the field path
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +112,14 @@ def _parse_data(text: str, path: Path) -> tuple[Any, dict[tuple[Any, ...], int]]
     raise ConfigError(path, [f"unknown config format {suffix!r}; use .yaml, .yml or .json"])
 
 
-def parse_config_text(text: str, path: Path | str) -> RunConfig | SweepConfig | BenchConfig:
+def parse_config_text(
+    text: str, path: Path | str, overlay: Callable[[Any], Any] | None = None
+) -> RunConfig | SweepConfig | BenchConfig:
+    """``overlay``: lays command-line flags into the data before it is validated."""
     path = Path(path)
     data, positions = _parse_data(text, path)
+    if overlay is not None and isinstance(data, dict):
+        overlay(data)
     if data is None:
         raise ConfigError(path, ["file is empty; a minimal config is `engine: vllm` + `model: ID`"])
     if not isinstance(data, dict):
@@ -157,8 +163,11 @@ def _check_ids(config: RunConfig | SweepConfig | BenchConfig) -> None:
 MAX_CONFIG_BYTES = 1 << 20
 
 
-def load_config(path: Path | str) -> RunConfig | SweepConfig | BenchConfig:
-    """Read a run, sweep (top-level ``base:``) or bench (``base_url:``, no engine) config."""
+def load_config(
+    path: Path | str, overlay: Callable[[Any], Any] | None = None
+) -> RunConfig | SweepConfig | BenchConfig:
+    """Read a run, sweep (top-level ``base:``) or bench (``base_url:``, no engine) config
+    (``overlay``: see :func:`parse_config_text`)."""
     path = Path(path)
     try:
         text = read_bounded(path, MAX_CONFIG_BYTES, "config")
@@ -166,7 +175,7 @@ def load_config(path: Path | str) -> RunConfig | SweepConfig | BenchConfig:
         raise ConfigError(path, [f"cannot read file: {exc.strerror or exc}"]) from exc
     except ParseError as exc:
         raise ConfigError(path, [str(exc)]) from None
-    return parse_config_text(text, path)
+    return parse_config_text(text, path, overlay)
 
 
 def load_run_configs(path: Path | str) -> list[RunConfig]:

@@ -121,16 +121,6 @@ class SearchConfig(StrictModel):
         """The SLO every probe is judged against (the one type every judge reads)."""
         return SloTarget(limits=dict(self.slo), goodput=self.goodput)
 
-    # TEMPORARY: the search driver reads these until it moves to ``target`` (pipeline split)
-    def per_request(self) -> dict[str, float]:
-        return self.target.per_request()
-
-    def percentile_limits(self) -> dict[str, float]:
-        return self.target.percentile_limits()
-
-    def goodput_slos(self) -> dict[str, float]:
-        return self.target.goodput_slos()
-
     def first(self) -> float:
         return self.start if self.start is not None else max(1.0, self.lowest())
 

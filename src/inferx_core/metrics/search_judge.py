@@ -57,6 +57,14 @@ def judged_requests(records: Sequence[RequestRecord], ignore_eos: bool) -> list[
     return out
 
 
+def _ignore_eos(flat: Mapping[str, object]) -> bool:
+    """Whether the point's requests asked for every token (its workload's ``ignore_eos``)."""
+    workload = flat.get("workload")
+    if isinstance(workload, Mapping) and workload.get("ignore_eos") is True:
+        return True
+    return flat.get("ignore_eos") is True
+
+
 def _server_gone(records: Sequence[RequestRecord]) -> str | None:
     failed = [r for r in records if not r.ok]
     if (
@@ -100,11 +108,11 @@ def judge_point(
     measured = None if records is None else [r for r in records if not r.warmup]
     if measured is not None and status == "failed" and (gone := _server_gone(measured)):
         return Measurement(None, reason=gone, point_id=point_id)
-    ignore_eos = flat.get("ignore_eos") is True
+    ignore_eos = _ignore_eos(flat)
     requests = None if measured is None else judged_requests(measured, ignore_eos)
     verdict = judge_run(status, failure_reason, flat, requests, target, point_id)
-    if verdict.score is None or measured is None or level is None:
-        return verdict
+    if verdict.score is None or not measured or level is None:
+        return verdict  # no records (an import, a file without its sidecar): no level to read
     got = reached(measured)
     if verdict.score <= 1 and (why := not_held(got, level.over, level.value)):
         return Measurement(None, reason=why, point_id=point_id)

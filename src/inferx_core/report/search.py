@@ -50,7 +50,8 @@ def _evidence(s: SearchSummary, unit: str = "run") -> str:
         spread = f" [{p.spread[0]:.2f}-{p.spread[1]:.2f}]" if p.runs > 1 and p.spread else ""
         flag = " uncertain" if p.uncertain else ""
         runs = f"{p.runs} {unit}{'s' * (p.runs > 1)}"
-        return f"{word} {p.level:g} ({p.score:.2f}x limit, {runs}{spread}{flag})"
+        score = "over any limit" if p.score >= 1e300 else f"{p.score:.2f}x limit"  # inf, capped
+        return f"{word} {p.level:g} ({score}, {runs}{spread}{flag})"
 
     return f"{one(s.last_pass, 'pass')}; {one(s.first_fail, 'fail')}"
 
@@ -76,9 +77,7 @@ def _row(
     }
 
 
-def _constraints(
-    summaries: Sequence[SearchSummary], slos: Sequence[SloTarget]
-) -> list[SloTarget]:
+def _constraints(summaries: Sequence[SearchSummary], slos: Sequence[SloTarget]) -> list[SloTarget]:
     """The distinct SLOs (limits and goodput share) of the searches, then ``slos``."""
     out: dict[tuple[Any, ...], SloTarget] = {}
     for c in [*(constraint_of(s) for s in summaries), *slos]:

@@ -8,6 +8,7 @@ percentiles (``probe_plan``). The keyword adapter ``run_point`` is gone.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,17 @@ def spy(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[ServerPlan]:
     return plans
 
 
+def assert_one_plan(plans: list[ServerPlan], levels: list[Any] | None = None) -> None:
+    """One plan for every probe, but for its prompts: sized to hold its level (4 per slot)."""
+    first = plans[0]
+    same = ("target", "counter", "telemetry", "slo", "percentiles", "abort_check")
+    for plan in plans:
+        assert all(getattr(plan, k) is getattr(first, k) for k in same), "one plan"
+        assert replace(plan, load=first.load) == first
+    for plan, level in zip(plans, levels or (), strict=False):
+        assert (plan.load.num_prompts or 0) >= 4 * level
+
+
 def test_the_keyword_adapter_is_gone() -> None:
     assert not hasattr(point_module, "run_point")
     assert "run_point" not in point_module.__all__
@@ -65,7 +77,7 @@ def test_bench_search_probes_share_one_server_plan(
         )
         run = run_search(config, progress=False)
     assert len(run.outcomes) >= 2 and len(plans) >= 2
-    assert all(p is plans[0] for p in plans), "one plan for every probe"
+    assert_one_plan(plans, [o.result.identity.concurrency for o in run.outcomes])
     search = SearchConfig.model_validate(SEARCH)
     plan = plans[0]
     assert plan.slo == probe_slo(search)
@@ -92,7 +104,7 @@ def test_run_search_probes_are_points_of_the_servers_plan(
     pm = get_plugin_manager(env={"INFERX_PLUGINS": ""}, extra_plugins=[("fake", fake_engine)])
     summary = run_configs([cfg], pm=pm, platform=Platform(), output_dir=tmp_path, progress=False)
     assert len(summary.searches) == 1 and len(plans) >= 2
-    assert all(p is plans[0] for p in plans), "one plan for every probe"
+    assert_one_plan(plans)
     plan = plans[0]
     # the session's watchdog and failure naming, with the search's SLOs and percentiles
     assert plan.abort_check is not None and plan.failure_details is not None

@@ -83,13 +83,15 @@ def test_an_interrupted_search_resumes_from_its_probes(tmp_path: Path) -> None:
     assert len(dates) == 3
 
 
-def test_an_invalid_probe_is_not_judged(tmp_path: Path) -> None:
-    """Every request fails: the points are not ok, the search says it could not judge."""
+def test_a_server_failing_every_request_fails_the_lowest_level(tmp_path: Path) -> None:
+    """Every request fails (HTTP 500): nothing completed is the server's doing, a fail at
+    the lowest level, never a skip (issue 38: every judge counts every point)."""
     with ServerProcess(fail="http_500", **SERVER) as server:
         run = run_search(_config(server.base_url, tmp_path, {"ttft_ms": 50}), progress=False)
     s = run.summary
-    assert s.status == "undetermined" and s.capacity is None
-    assert "could not judge level 1" in s.reason and s.probes[0].state == "unknown"
+    assert s.status == "below_min" and s.capacity is None
+    assert s.first_fail is not None and s.first_fail.level == 1
+    assert s.probes[0].state == "fail" and "nothing completed" in (s.probes[0].binding or "")
 
 
 #: For the rate search: 5 ms to the first token, then 50 ms between chunks: a generation

@@ -302,6 +302,7 @@ def _validity(
         client_load=drive.client_load,
         limits=plan.validity_limits,
         extra_checks=extra,
+        ignore_eos=plan.workload.ignore_eos,  # a reply short of max_tokens then fails
     )
 
 

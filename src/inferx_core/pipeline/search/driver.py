@@ -26,10 +26,9 @@ from typing import Any
 
 from inferx_core.config.models import SLO, LoadProfile, Workload
 from inferx_core.config.points import LoadPoint, point_id_for
-from inferx_core.config.search import SearchConfig, percentile_limit_parts
+from inferx_core.config.search import SearchConfig
 from inferx_core.errors import UserFacingError
 from inferx_core.metrics.knee import LevelFigures, find_knee
-from inferx_core.metrics.requests import request_metrics
 from inferx_core.metrics.search import (
     Budget,
     Measurement,
@@ -37,14 +36,13 @@ from inferx_core.metrics.search import (
     search_capacity,
     verdict_run,
 )
+from inferx_core.metrics.search_judge import Level, judge_point
 from inferx_core.metrics.search_model import SearchSummary
-from inferx_core.metrics.search_verdict import judge_run
 from inferx_core.pipeline.point.measure import DEFAULT_PERCENTILES, PointOutcome
 from inferx_core.pipeline.point.repeats import combine, repeat_dir
 from inferx_core.pipeline.point.server_plan import ServerPlan
-from inferx_core.results.files import REQUESTS_SUFFIX, TELEMETRY_SUFFIX, is_complete, result_path
-from inferx_core.results.model import parse_result
-from inferx_core.results.read import read_json, read_request_records
+from inferx_core.pipeline.search.probes import reusable_probe
+from inferx_core.results.files import REQUESTS_SUFFIX, TELEMETRY_SUFFIX
 from inferx_core.results.search_files import write_search_summary
 
 __all__ = [
@@ -123,17 +121,12 @@ def check_searchable(workload: Workload, load: LoadProfile, search: SearchConfig
 
 def probe_slo(search: SearchConfig) -> SLO:
     """The goodput SLOs a probe's result reports: the search's per-request limits."""
-    return SLO(**search.goodput_slos())
+    return SLO(**search.target.goodput_slos())
 
 
 def probe_percentiles(wanted: list[float], search: SearchConfig) -> list[float]:
     """``wanted`` plus the percentiles the search's percentile limits read."""
-    out = list(wanted)
-    for key in search.percentile_limits():
-        name = (percentile_limit_parts(key) or ("", ""))[0]
-        if name.startswith("p") and float(name[1:]) not in out:
-            out.append(float(name[1:]))
-    return out
+    return [*wanted, *(p for p in search.target.percentiles_read() if p not in wanted)]
 
 
 def probe_plan(plan: ServerPlan, search: SearchConfig) -> ServerPlan:
@@ -155,6 +148,7 @@ class _Prober:
     runs: dict[float, list[PointOutcome]] = field(default_factory=dict)
     verdicts: dict[float, list[Measurement]] = field(default_factory=dict)  # one per run
     finals: dict[float, PointOutcome] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # probe files not reused, and why
 
     def point(self, level: float) -> LoadPoint:
         if self.plan.search.over == "concurrency":
@@ -169,17 +163,23 @@ class _Prober:
         out = self.plan.output_dir
         if run == 2 and out is not None:
             _keep_first_run(out, pid)
-        outcome = self._reused(pid, run) or self._run(point, pid, run)
+        try:
+            outcome = self._reused(pid, level, run) or self._run(point, pid, run)
+        except (UserFacingError, OSError) as exc:  # a server gone: tokenize, connect...
+            verdict = Measurement(None, reason=f"the probe could not run: {exc}", point_id=pid)
+            self.verdicts.setdefault(level, []).append(verdict)
+            return verdict
         self.runs.setdefault(level, []).append(outcome)
-        records = [r for r in outcome.records if not r.warmup]
-        res = outcome.result
-        verdict = judge_run(
+        res, search = outcome.result, self.plan.search
+        seconds = search.probe_seconds(level) if search.over == "rate" else None
+        verdict = judge_point(
             res.status,
             res.failure_reason,
             res.flat(),
-            [request_metrics(r) for r in records],
-            self.plan.search,
-            pid,
+            outcome.records,
+            search.target,
+            point_id=pid,
+            level=Level(search.over, level, seconds),
         )
         self.verdicts.setdefault(level, []).append(verdict)
         return verdict
@@ -188,18 +188,19 @@ class _Prober:
         out = self.plan.output_dir
         return out if out is None or run == 1 else repeat_dir(out, run)
 
-    def _reused(self, pid: str, run: int) -> PointOutcome | None:
+    def _reused(self, pid: str, level: float, run: int) -> PointOutcome | None:
+        """The run already on disk (``--resume``), once checked to be this probe's."""
         out = self.plan.output_dir
         if not self.resume or out is None:
             return None
         for folder in [out / "repeats" / f"r{run}"] + ([out] if run == 1 else []):
-            if (folder / f"{pid}.json").is_file() and is_complete(folder, pid):
-                path = result_path(folder, pid)
-                records = read_request_records(path)
-                if records is not None:
-                    if self.on_skip is not None and run == 1:
-                        self.on_skip(pid)
-                    return PointOutcome(pid, parse_result(read_json(path)), records, path)
+            outcome, why = reusable_probe(folder, pid, level)
+            if why is not None:
+                self.notes.append(why)
+            if outcome is not None:
+                if self.on_skip is not None and run == 1:
+                    self.on_skip(pid)
+                return outcome
         return None
 
     def _run(self, point: LoadPoint, pid: str, run: int) -> PointOutcome:
@@ -259,9 +260,11 @@ def search_probes(
         constraint=(search.over, search.describe(), dict(search.slo), search.goodput),
         at_capacity=at_capacity,
         knee=find_knee(_figures(finals)),
+        notes=prober.notes,
     )
     path = write_search_summary(plan.output_dir, summary) if plan.output_dir else None
-    return SearchRun(summary, [finals[p.level] for p in _distinct(outcome.probes)], path)
+    ran = [finals[p.level] for p in _distinct(outcome.probes) if p.level in finals]
+    return SearchRun(summary, ran, path)
 
 
 def _space(search: SearchConfig) -> SearchSpace:

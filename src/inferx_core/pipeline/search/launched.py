@@ -27,6 +27,7 @@ from inferx_core.pipeline.search.driver import (
     probe_plan,
     search_probes,
 )
+from inferx_core.pipeline.search.probes import sized_plan
 
 __all__ = ["check_run_searchable", "search_on_server", "search_todo"]
 
@@ -80,7 +81,8 @@ def search_on_server(
         point: LoadPoint, pid: str, folder: Path | None, tag: dict[str, Any]
     ) -> PointOutcome:
         source = PointSource(pid, point, server_id=sid, context={**server.context, "search": tag})
-        return measure_point(probes, point, pid, output_dir=folder, source=source)
+        sized = sized_plan(probes, search, point)  # enough prompts to hold the level
+        return measure_point(sized, point, pid, output_dir=folder, source=source)
 
     plan = SearchPlan(
         search,

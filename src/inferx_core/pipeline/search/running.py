@@ -26,6 +26,7 @@ from inferx_core.pipeline.search.driver import (
     probe_plan,
     search_probes,
 )
+from inferx_core.pipeline.search.probes import sized_plan
 
 __all__ = ["run_search"]
 
@@ -53,7 +54,8 @@ def run_search(
         ) -> PointOutcome:
             context = {"config": config.model_dump(mode="json"), "search": tag}
             source = PointSource("", point, context=context)
-            return measure_point(plan, point, pid, output_dir=folder, source=source)
+            sized = sized_plan(plan, search, point)  # enough prompts to hold the level
+            return measure_point(sized, point, pid, output_dir=folder, source=source)
 
         search_plan = SearchPlan(
             search,

@@ -285,6 +285,8 @@ plugin_options: {{nvidia: {{cache_dir: {tmp_path / "cache"}}}}}
         "--init",
         "--name",
         "inferx-vllm-8000",
+        "--label",
+        "inferx.launch=<id of each start>",
         "--gpus",
         '"device=0,1,2,3,4,5,6,7"',
         "--ipc",

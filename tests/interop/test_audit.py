@@ -160,3 +160,15 @@ def test_in_flight_peak_is_the_most_requests_open_at_once(spans) -> None:
     instants = {s for s, _ in spans}
     brute = max((sum(1 for s, d in spans if s <= t < s + d) for t in instants), default=0)
     assert _in_flight_peak(records) == brute
+
+
+def test_a_rate_never_offered_is_caught_and_a_kept_one_passes(capsys) -> None:
+    """AIPerf at --request-rate 10 under --concurrency 1 sent 2.25 req/s; rate 2 under 8: 1.84."""
+    code, report = _audit(capsys, FIXTURES / "aiperf" / "rate10-capped-c1")
+    audit = report["audits"][0]
+    check = _checks(audit)["rate_reached"]
+    assert code == 1 and not check["passed"] and check["value"] < 0.3
+    assert audit["diagnosis"][0]["rule"] == "saturation"
+    assert "--concurrency above rate x latency" in audit["diagnosis"][0]["fix"]
+    code, report = _audit(capsys, FIXTURES / "aiperf" / "rate2-c8")
+    assert code == 0 and _checks(report["audits"][0])["rate_reached"]["passed"]

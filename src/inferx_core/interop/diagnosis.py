@@ -220,9 +220,10 @@ RULES: tuple[Rule, ...] = (
         "achieved request rate below the target; requests sent later than scheduled",
         "the load asked for was not delivered: the client or the server's queue fell behind, "
         "so the point is a lower rate than it names",
-        ("achieved_rate", "dispatch_lateness"),
+        ("achieved_rate", "dispatch_lateness", "rate_reached"),
         {
-            "AIPerf": "a lower --request-rate, or --request-rate-mode with enough --workers-max",
+            "AIPerf": "a --concurrency above rate x latency (it caps the requests in flight), "
+            "or a lower --request-rate",
             "GuideLLM": "a lower rate (--profile kind=constant,rate=R or kind=poisson,rate=R)",
             "vllm bench serve": "a lower --request-rate, --max-concurrency above rate x latency",
             "inference-perf": "a lower rate, more load workers",

@@ -39,6 +39,7 @@ VERDICT_CHECKS: dict[str, str] = {
     "records_complete": "the file holds no per-request data to count",
     "concurrency_reached": "not a closed loop above 1, or no per-request start and end times",
     "output_length": "the file does not say what output length was asked for",
+    "rate_reached": "not an open loop of 20 or more requests without scheduled send times",
     "first_chunk_without_token": "only a vllm bench serve file with --save-detailed shows "
     "how its TTFT was stamped",
     "tool_token_count": "the file holds no per-request token counts of the tool beside the "

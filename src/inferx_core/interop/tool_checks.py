@@ -104,12 +104,36 @@ def _output_length(run: ToolRun, records: Sequence[RequestRecord]) -> ValidityCh
     )
 
 
+#: Below this many sends an open loop's achieved rate is too coarse to judge.
+MIN_SENDS_FOR_RATE = 20
+
+
+def _rate_reached(run: ToolRun, records: Sequence[RequestRecord]) -> ValidityCheck | None:
+    """An open loop without scheduled times (InferX's achieved_rate then only marks): its
+    send rate against the target, failing beyond 4 standard errors of a Poisson draw
+    (1 - 4/sqrt(n)), which no schedule's spread explains."""
+    target = run.request_rate
+    sends = sorted(r.send_ns for r in records if r.send_ns and not r.warmup)
+    if run.mode != "open" or not target or len(sends) < MIN_SENDS_FOR_RATE:
+        return None
+    if any(r.scheduled_ns is not None for r in records):
+        return None  # assess's achieved_rate holds the sends to their schedule
+    achieved = (len(sends) - 1) / max((sends[-1] - sends[0]) / 1e9, 1e-9)
+    ratio, floor = achieved / target, 1 - 4 / math.sqrt(len(sends))
+    why = f"sent {achieved:.2f} req/s of the {target:g} asked for ({ratio:.0%}"
+    why += f"; a Poisson draw of {len(sends)} stays above {floor:.0%})"
+    if ratio < floor:
+        why += ": the load asked for was never offered (a concurrency cap, or the client)"
+    return _check("rate_reached", ratio, floor, ratio >= floor, why)
+
+
 def record_checks(run: ToolRun, records: Sequence[RequestRecord]) -> list[ValidityCheck]:
     """The checks of an imported run with per-request data (beside ``assess``'s)."""
     found = (
         _records_complete(run, records),
         _concurrency_reached(run, records),
         _output_length(run, records),
+        _rate_reached(run, records),
     )
     return [c for c in found if c is not None]
 

@@ -88,10 +88,12 @@ def _import_label(row: Mapping[str, Any]) -> str:
     return f"{row['group']} | {par or 'tp?'}"
 
 
-def _groups(results: Iterable[PointResultBase], options: CostOptions | None) -> list[_Group]:
-    """The points that are no search's probe, by server configuration and load axis."""
+def _groups(
+    results: Iterable[PointResultBase], rows: Mapping[str, Mapping[str, Any]]
+) -> list[_Group]:
+    """The points that are no search's probe, by server configuration and load axis
+    (``rows``: each point's report row, by point id, for an import's hardware labels)."""
     plain = [r for r in results if "search" not in (r.provenance.extra or {})]
-    rows = {row["point_id"]: row for row in build_rows(plain, options)}
     groups: dict[tuple[Any, ...], _Group] = {}
     for result in plain:
         level = _level(result)
@@ -242,9 +244,15 @@ def derived_capacities(
     constraints: Sequence[SloTarget],
     options: CostOptions | None = None,
     paths: Mapping[str, Path] | None = None,
+    rows: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[DerivedCapacity]:
     """Each server configuration's capacity under each target (on the group's own axis).
 
-    ``paths`` (point id -> result file) lets a point be judged from its request records."""
-    groups = _groups(results, options)
+    ``paths`` (point id -> result file) lets a point be judged from its request records;
+    ``rows`` (point id -> its report row) are the points' rows already built (else built
+    here, once)."""
+    results = list(results)
+    if rows is None:
+        rows = {row["point_id"]: row for row in build_rows(results, options)}
+    groups = _groups(results, rows)
     return [_derive(g, target, paths or {}) for target in constraints for g in groups]

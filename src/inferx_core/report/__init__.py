@@ -228,7 +228,9 @@ def write_report(
     accuracy_csv = write_accuracy_csv(accuracy, output / ACCURACY_CSV_NAME) if accuracy else None
     notes, warnings = report_notes(rows, loaded)
     summaries, unread = load_search_summaries(paths)
-    searched = search_rows(summaries, loaded.results, options, paths=loaded.paths, slos=slos)
+    searched = search_rows(
+        summaries, loaded.results, options, paths=loaded.paths, slos=slos, point_rows=rows
+    )  # each point's cost from its row: computed once
     warnings += [f"{path}: {why}" for path, why in unread]
     figures: list[html_page.Figure] = []
     timeline_figs: list[html_page.Figure] = []

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.analysis.capacity import constraint_of, derived_capacities
-from inferx_core.analysis.cost import CostOptions, cost_fields
+from inferx_core.analysis.cost import CostOptions
+from inferx_core.analysis.points import build_rows
 from inferx_core.config.slo import SloTarget
 from inferx_core.metrics.search_model import SearchSummary
 from inferx_core.results.model import PointResultBase
@@ -56,10 +57,8 @@ def _evidence(s: SearchSummary, unit: str = "run") -> str:
     return f"{one(s.last_pass, 'pass')}; {one(s.first_fail, 'fail')}"
 
 
-def _row(
-    s: SearchSummary, point: PointResultBase | None, options: CostOptions | None
-) -> dict[str, Any]:
-    cost = cost_fields(point, options) if point is not None else {}
+def _row(s: SearchSummary, cost: Mapping[str, Any]) -> dict[str, Any]:
+    """``cost``: the capacity point's report row (its cost and power figures), or empty."""
     return {
         "search_id": s.search_id,
         "source": "search",
@@ -92,16 +91,23 @@ def search_rows(
     *,
     paths: Mapping[str, Path] | None = None,
     slos: Sequence[SloTarget] = (),
+    point_rows: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """The summaries as rows, and under each of their SLOs (and ``slos``) the capacity of
     every other server configuration in ``results`` (a plain sweep, imported points),
     derived from its points; cheapest at SLO first. ``paths`` (point id -> result file)
-    lets a point be judged from its request records."""
-    by_id = {r.point_id: r for r in results}
-    rows = [_row(s, by_id.get(s.capacity_point_id or ""), options) for s in summaries]
+    lets a point be judged from its request records; ``point_rows``: the report's rows of
+    ``results`` (each point's cost, computed once; built here when not given)."""
+    built = point_rows if point_rows is not None else build_rows(results, options)
+    by_id: dict[str, Mapping[str, Any]] = {str(r["point_id"]): r for r in built}
+
+    def cost(s: SearchSummary) -> Mapping[str, Any]:
+        return by_id.get(s.capacity_point_id or "", {})
+
+    rows = [_row(s, cost(s)) for s in summaries]
     constraints = _constraints(summaries, slos)
-    for d in derived_capacities(results, constraints, options, paths):
-        row = _row(d.summary, by_id.get(d.summary.capacity_point_id or ""), options)
+    for d in derived_capacities(results, constraints, options, paths, rows=by_id):
+        row = _row(d.summary, cost(d.summary))
         row["source"] = d.source
         row["evidence"] = f"{_evidence(d.summary, 'point')}; judged on {d.basis}"
         rows.append(row)

@@ -9,6 +9,7 @@ both, so a loaded machine moves neither side across it.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,11 @@ def test_a_rate_search_finds_the_known_rate_capacity(tmp_path: Path) -> None:
     loaded = load_results([tmp_path])
     assert {r.identity.mode for r in loaded.results} == {"open"}
     assert {r.identity.request_rate for r in loaded.results} == {p.level for p in s.probes}
+    # 16 prompts at 20 req/s last 0.8 s: the queue never builds. Each probe ran at least
+    # 5 s of arrivals (min_probe_s's floor: a 50 ms limit over 5% is 1 s), so it does.
+    for result in loaded.results:
+        rate = result.identity.request_rate or 0.0
+        assert result.load is not None and result.load.num_prompts >= math.ceil(rate * 5.0)
 
 
 def _dates(folder: Path) -> dict[str, str]:

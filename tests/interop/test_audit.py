@@ -172,3 +172,10 @@ def test_a_rate_never_offered_is_caught_and_a_kept_one_passes(capsys) -> None:
     assert "--concurrency above rate x latency" in audit["diagnosis"][0]["fix"]
     code, report = _audit(capsys, FIXTURES / "aiperf" / "rate2-c8")
     assert code == 0 and _checks(report["audits"][0])["rate_reached"]["passed"]
+
+
+def test_the_per_request_file_alone_is_refused_with_the_fix(tmp_path: Path, capsys) -> None:
+    jsonl = AIPERF_SERVER_TOKENS / "profile_export.jsonl"
+    assert main(["import", str(jsonl), "--output", str(tmp_path)]) == 2
+    assert "give profile_export_aiperf.json" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

@@ -346,6 +346,11 @@ def sniff(data: Any, path: Path | None = None) -> str | None:
 def read_import(path: Path) -> Any:
     """The JSON of a file to import, read as strictly as results
     (:func:`inferx_core.results.read.read_json`); unusable: a user error naming the file."""
+    if path.suffix == ".jsonl":  # AIPerf's per-request file is read beside its summary
+        raise UserFacingError(
+            f"{path}: a per-request JSONL is read beside its summary: give "
+            "profile_export_aiperf.json (AIPerf), or the result JSON of the tool that wrote it"
+        )
     try:
         return read_json(path)
     except OSError as exc:

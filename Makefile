@@ -28,6 +28,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy  # [tool.mypy] in pyproject: src/ and the plugins
 
 # What the tests need is made in parallel (-j): the llama-server compile (CPU) overlaps
 # the venvs' pip installs (mostly I/O), which keeps a fresh clone's `make test` short.

@@ -2,7 +2,8 @@
 
 A public module (``inferx_core``, ``inferx_core.api``,
 ``inferx_core.executors``) declares each of its names once, as an ordinary
-``from MODULE import NAME`` under ``if TYPE_CHECKING:``. Type checkers, IDEs
+``from MODULE import NAME as NAME`` under ``if TYPE_CHECKING:`` (the ``as NAME``
+marks it exported to a strict type checker, as a plugin author's mypy runs). Type checkers, IDEs
 and import-linter read those imports as written; at run time :func:`attach`
 reads the same statements from the module's source and gives the module its
 ``__all__``, ``__getattr__`` and ``__dir__``, so nothing behind a name is
@@ -32,7 +33,9 @@ def declared_names(source: str) -> dict[str, str]:
             if statement.level:
                 raise TypeError(f"use the absolute module path, not {statement.module!r}")
             for alias in statement.names:
-                if alias.asname is not None or alias.name in table:
+                # ``NAME as NAME`` is the explicit re-export a strict type checker
+                # (mypy's no_implicit_reexport) needs to see a public name as exported.
+                if alias.asname not in (None, alias.name) or alias.name in table:
                     raise TypeError(f"declare {alias.name!r} once, under its own name")
                 table[alias.name] = statement.module
     return table

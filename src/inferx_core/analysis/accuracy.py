@@ -61,7 +61,7 @@ def compare_accuracy(
         head = ta.headline
         better = head.higher_is_better if head is not None else True
         verdict = accuracy_verdict(ta.value, ta.stderr, tb.value, tb.stderr, better)
-        row = {"label": label, "task": ta.task, "metric": ta.metric}
+        row: dict[str, Any] = {"label": label, "task": ta.task, "metric": ta.metric}
         row |= {"a": ta.value, "a_stderr": ta.stderr, "b": tb.value, "b_stderr": tb.stderr}
         row |= verdict
         row["summary"] = f"{label}: accuracy {ta.task} {ta.value:.4f} -> {tb.value:.4f}"

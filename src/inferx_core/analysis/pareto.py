@@ -80,8 +80,8 @@ def pareto_mask(
     valid = [
         i for i, (px, py) in enumerate(points) if is_finite_number(px) and is_finite_number(py)
     ]  # others: never on the frontier
-    # Work with "higher is better" keys.
-    keyed = {i: (sx * float(points[i][0]), sy * float(points[i][1])) for i in valid}  # type: ignore[arg-type]
+    # Work with "higher is better" keys (valid: both coordinates are numbers, not None).
+    keyed = {i: (sx * float(points[i][0]), sy * float(points[i][1])) for i in valid}  # type: ignore[arg-type]  # valid: numbers
     order = sorted(valid, key=lambda i: (-keyed[i][0], -keyed[i][1]))
     mask = [False] * len(points)
     best_y = -math.inf
@@ -114,7 +114,8 @@ def pareto_front(
     mask = pareto_mask(coords, x, y)
     chosen = [(coords[i], item) for i, item in enumerate(items) if mask[i]]
     sy = -1.0 if y == "max" else 1.0
-    chosen.sort(key=lambda c: (float(c[0][0]), sy * float(c[0][1])))  # type: ignore[arg-type]
+    # on the frontier: both coordinates are numbers (pareto_mask leaves None off it)
+    chosen.sort(key=lambda c: (float(c[0][0]), sy * float(c[0][1])))  # type: ignore[arg-type]  # frontier: numbers
     return [item for _, item in chosen]
 
 
@@ -134,10 +135,10 @@ class Frontier:
         x: Direction = "max",
         y: Direction = "max",
     ) -> Frontier:
-        front = pareto_front(points, lambda p: p, x, y)
+        front = pareto_front(points, lambda p: p, x, y)  # numbers only: None is never on it
         return cls(
-            tuple(float(p[0]) for p in front),  # type: ignore[arg-type]
-            tuple(float(p[1]) for p in front),  # type: ignore[arg-type]
+            tuple(float(p[0]) for p in front),  # type: ignore[arg-type]  # frontier: numbers
+            tuple(float(p[1]) for p in front),  # type: ignore[arg-type]  # frontier: numbers
             x,
             y,
         )

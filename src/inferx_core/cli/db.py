@@ -79,7 +79,8 @@ def filters_from_args(args: argparse.Namespace) -> Any:
         lengths = {k: [int(v) for v in _split(getattr(args, f"f_{k}", []))] for k in ("isl", "osl")}
     except ValueError as exc:
         raise UserFacingError(f"--isl/--osl take whole numbers: {exc}") from None
-    return Filters(**given, **lengths, since=args.since, until=args.until)
+    # the names are Filters' fields (_FILTERS, isl/osl): a dict of them is not typed per field
+    return Filters(**given, **lengths, since=args.since, until=args.until)  # type: ignore[arg-type]
 
 
 def _open(args: argparse.Namespace) -> Any:

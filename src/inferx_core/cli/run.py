@@ -398,7 +398,7 @@ def _submit(configs: list[RunConfig], args: argparse.Namespace, pm: InferxPlugin
         if not ids:
             print("\ninterrupted; nothing of this command's is queued", flush=True)
             return 130
-        if _confirm_cancel(ids, args.on_interrupt):
+        if submission is not None and _confirm_cancel(ids, args.on_interrupt):
             cancelled = executor.cancel(submission)
             print(f"\ncancelled job(s) {' '.join(cancelled)} (scancel)", flush=True)
         else:

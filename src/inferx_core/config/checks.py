@@ -61,19 +61,19 @@ def check_percentiles(values: Iterable[float]) -> list[float]:
 def max_request_tokens(workload: object) -> tuple[int, int] | None:
     """The largest (input, output) lengths a random/lognormal workload can draw; None for a
     dataset (its lengths are only known once read)."""
+    w: Any = workload  # a Workload, read by name (config.models imports this module)
     kind = getattr(workload, "kind", "random")
     if kind == "lognormal":
-        mix = workload.lognormal  # type: ignore[attr-defined]
+        mix = w.lognormal
         return mix.input_max, mix.output_max
     if kind == "multi-turn":  # the last turn carries every message and reply before it
-        w: Any = workload
         turn_isl, turn_osl = w.turn_isl or w.isl, w.turn_osl or w.osl
         return w.turns * turn_isl + (w.turns - 1) * turn_osl, turn_osl
     if kind != "random":
         return None
-    isl, osl = workload.isl, workload.osl  # type: ignore[attr-defined]
-    if workload.range_semantics == "vllm":  # type: ignore[attr-defined]
-        r = workload.range_ratio  # type: ignore[attr-defined]
+    isl, osl = w.isl, w.osl
+    if w.range_semantics == "vllm":
+        r = w.range_ratio
         return int(isl * (1 + r)), int(osl * (1 + r))
     return isl, osl
 

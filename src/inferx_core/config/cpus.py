@@ -53,8 +53,8 @@ def split_cpus(
     if engine_cpus and client_cpus:
         return CpuSplit(tuple(engine_cpus), tuple(client_cpus), "as configured")
     if engine_cpus or client_cpus:
-        given = set(engine_cpus or client_cpus or ())
-        rest = tuple(c for c in cpus if c not in given) or tuple(cpus)
+        taken = set(engine_cpus or client_cpus or ())
+        rest = tuple(c for c in cpus if c not in taken) or tuple(cpus)
         if engine_cpus:
             return CpuSplit(tuple(engine_cpus), rest, "client: the CPUs the engine does not use")
         return CpuSplit(rest, tuple(client_cpus or ()), "engine: the CPUs the client does not use")

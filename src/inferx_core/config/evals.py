@@ -31,7 +31,7 @@ class EvalsConfig(StrictModel):
     )
     evaluator: str = Field(default="lm-eval", description="Evaluator name (see `inferx plugins`)")
     at: list[AtChoice] = Field(
-        default_factory=lambda: ["max"],
+        default_factory=lambda: list[AtChoice](["max"]),
         description="Load points to evaluate at: max, median, min of the levels, or load "
         "levels (concurrency, or request rate in open loop)",
     )

@@ -74,7 +74,8 @@ def plot_history(rows: Sequence[dict[str, Any]], metric: str, output: Path) -> P
             continue
         xs = [dt.datetime.fromisoformat(r["date"]) for r in mine]
         ys = [r["value"] for r in mine]
-        ax.plot(xs, ys, marker="o", label=pid)
+        # matplotlib plots datetimes through its date units; its stubs name numbers only
+        ax.plot(xs, ys, marker="o", label=pid)  # type: ignore[arg-type]
         for x, y, r in zip(xs, ys, mine, strict=True):
             ax.annotate(
                 str(r["engine_version"] or "?"),

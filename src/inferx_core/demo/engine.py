@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeGuard
 
 from inferx_core.errors import UserFacingError
 
@@ -49,8 +50,10 @@ def _checkout_venv() -> Path | None:
     return None
 
 
-def _executable(candidate: str | os.PathLike[str] | None) -> bool:
-    return bool(candidate) and Path(candidate).is_file() and os.access(candidate, os.X_OK)
+def _executable(candidate: str | os.PathLike[str] | None) -> TypeGuard[str | os.PathLike[str]]:
+    if not candidate:
+        return False
+    return Path(candidate).is_file() and os.access(candidate, os.X_OK)
 
 
 def find_engine_python(explicit: str | os.PathLike[str] | None = None) -> Path | None:
@@ -69,7 +72,7 @@ def find_engine_python(explicit: str | os.PathLike[str] | None = None) -> Path |
         candidates.append(cached / "bin" / "python")
     for candidate in candidates:
         if _executable(candidate):
-            return Path(candidate).absolute()  # type: ignore[arg-type]
+            return Path(candidate).absolute()
     return None
 
 

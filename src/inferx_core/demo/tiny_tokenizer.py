@@ -151,6 +151,7 @@ _COMMON_WORDS = [
     "please",
     "thank",
 ]
+_ONSETS: tuple[str, ...]  # grows below: a tuple of any length
 _ONSETS = ("", "b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z")
 _ONSETS += ("br", "ch", "dr", "gl", "kr", "pl", "sh", "st", "th", "tr")
 _NUCLEI = ("a", "e", "i", "o", "u", "ai", "ea", "ou", "y")

@@ -7,6 +7,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 from inferx_core.config.evals import EvalsConfig
 from inferx_core.evals.model import AccuracySection, TaskAccuracy, worst_status
@@ -42,6 +43,7 @@ def check_task(
     if not records:
         return TaskAccuracy(task=task, status="error", threshold=threshold, error="no records")
     head = next((r for r in records if r.primary), records[0])
+    status: Literal["passed", "below_threshold", "unchecked"]
     if threshold is None:
         status = "unchecked"
     elif head.higher_is_better:

@@ -1,4 +1,3 @@
-# ruff: noqa: F401 (the imports below are the public names, resolved lazily)
 """Executors: where a whole run executes (SLURM built in; plugins add more).
 
 This package's namespace is public: the job helpers an executor plugin
@@ -20,14 +19,12 @@ from typing import TYPE_CHECKING
 from inferx_core import _lazy
 
 if TYPE_CHECKING:  # the public names: each imported on first use (_lazy.attach)
-    from inferx_core.executors.jobs import (
-        MANIFEST_NAME,
-        job_root,
-        manifest_data,
-        new_job_dir,
-        plan_units,
-        secret_environment,
-    )
-    from inferx_core.results.files import write_json_atomic
+    from inferx_core.executors.jobs import MANIFEST_NAME as MANIFEST_NAME
+    from inferx_core.executors.jobs import job_root as job_root
+    from inferx_core.executors.jobs import manifest_data as manifest_data
+    from inferx_core.executors.jobs import new_job_dir as new_job_dir
+    from inferx_core.executors.jobs import plan_units as plan_units
+    from inferx_core.executors.jobs import secret_environment as secret_environment
+    from inferx_core.results.files import write_json_atomic as write_json_atomic
 
 __all__, __getattr__, __dir__ = _lazy.attach(globals())

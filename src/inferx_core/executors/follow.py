@@ -46,7 +46,7 @@ def point_counts(submission: Submission, statuses: list[JobStatus]) -> dict[str,
 
 
 def _describe(st: JobStatus) -> str:
-    text = st.state
+    text: str = st.state
     if st.state == "running" and st.node:
         text += f" on {st.node}"
     if st.state in ("pending", "failed", "unknown") and st.reason:

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from inferx_core.config.models import RunConfig
 from inferx_core.config.points import point_ids, server_id
+from inferx_core.config.secrets import REDACTED
 from inferx_core.errors import UserFacingError
 from inferx_core.results.files import is_complete, utc_now, write_json_atomic
-from inferx_core.sdk.redact import REDACTED, redact
+from inferx_core.sdk.redact import redact
 
 if TYPE_CHECKING:
     from inferx_core.pipeline.server.run import RunSummary

@@ -10,8 +10,9 @@ the point's ``.requests.jsonl`` sidecar, written with the result, all or nothing
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.results.files import read_result, requests_path, result_path, write_point_files
@@ -59,7 +60,7 @@ def write_imported(
         identity = result.identity.model_copy(update={"point_id": point_id})
         result = result.model_copy(update={"identity": identity})
     taken.add(point_id)
-    sidecars = []
+    sidecars: list[tuple[Path, Iterable[Any]]] = []
     if records is not None:
         rows = [r.to_json() for r in records]
         sidecars.append((requests_path(output, point_id), rows))

@@ -108,8 +108,8 @@ def docker_run_argv(
         argv += ["--ulimit", f"{name}={value}:{value}" if value >= 0 else f"{name}=-1"]
     if spec.workdir:
         argv += ["-w", spec.workdir]
-    for key, value in sorted(spec.labels.items()):
-        argv += ["--label", f"inferx.{key}={value}"]
+    for key, label in sorted(spec.labels.items()):
+        argv += ["--label", f"inferx.{key}={label}"]
     argv.append(spec.image)
     argv += list(spec.argv)
     return argv

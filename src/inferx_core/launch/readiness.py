@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from tenacity import (
     RetryError,
@@ -21,13 +21,27 @@ from tenacity import (
 )
 
 from inferx_core.errors import UserFacingError
-from inferx_core.sdk.launcher import ServerHandle
 from inferx_core.sdk.probes import ReadinessProbe
 
 DEFAULT_PROBES = (
     ReadinessProbe(name="health", path="/health"),
     ReadinessProbe(name="model listed", path="/v1/models", expect_in_body="{served_model_name}"),
 )
+
+
+class Watched(Protocol):
+    """What the wait reads of a starting server: its URL and whether it still runs.
+
+    A launch handle has it; so has one process of a deployment, which may not stop
+    the others (a ServerHandle's ``stop`` is not needed to wait)."""
+
+    base_url: str
+
+    def alive(self) -> bool: ...
+
+    def returncode(self) -> int | None: ...
+
+    def log_tail(self, lines: int = 40) -> str: ...
 
 
 class ProbeFailed(Exception):
@@ -106,7 +120,7 @@ def check_probe(client: Any, base_url: str, probe: ReadinessProbe, values: dict[
 
 
 def wait_until_ready(
-    handle: ServerHandle,
+    handle: Watched,
     probes: Sequence[ReadinessProbe],
     *,
     served_model_name: str,

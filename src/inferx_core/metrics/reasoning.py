@@ -29,6 +29,13 @@ from inferx_core.load.transport.usage import is_token_count
 from inferx_core.metrics.requests import RequestMetrics, valid_chunk_tokens
 from inferx_core.metrics.stats import describe
 
+#: The output-token sources, in the order the result lists their counts.
+_SOURCES: tuple[Literal["usage", "chunk_tokens", "chunk_count"], ...] = (
+    "usage",
+    "chunk_tokens",
+    "chunk_count",
+)
+
 __all__ = ["ReasoningMetrics", "ReasoningSource", "put_reasoning", "reasoning_metrics"]
 
 ReasoningSource = Literal["usage", "chunk_tokens", "chunk_count"]
@@ -88,7 +95,7 @@ def put_reasoning(
     put("total_reasoning_tokens", sum(r.reasoning_tokens for r in found), "")
     put(
         "reasoning_token_sources",
-        {k: sources.get(k, 0) for k in ("usage", "chunk_tokens", "chunk_count")},
+        {k: sources.get(k, 0) for k in _SOURCES},
         "",
     )
     put("reasoning_no_answer_requests", sum(1 for r in found if r.ttfo_ms is None), "")

@@ -91,8 +91,9 @@ def median_run(flats: Sequence[Mapping[str, object]]) -> int:
 
     def key(i: int) -> tuple[bool, float]:
         v = flats[i].get(ORDER_BY)
-        ok = isinstance(v, (int, float)) and math.isfinite(float(v))
-        return ok, float(v) if ok else 0.0  # type: ignore[arg-type]
+        if isinstance(v, (int, float)) and math.isfinite(v):
+            return True, float(v)
+        return False, 0.0
 
     order = sorted(range(len(flats)), key=key)
     measured = [i for i in order if key(i)[0]]

@@ -25,7 +25,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -42,6 +42,13 @@ from inferx_core.metrics.stats import (
     describe,
     error_adjusted_percentiles,
     validate_percentiles,
+)
+
+#: The output-token sources, in the order the result lists their counts.
+_SOURCES: tuple[Literal["usage", "chunk_tokens", "chunk_count"], ...] = (
+    "usage",
+    "chunk_tokens",
+    "chunk_count",
 )
 
 __all__ = [
@@ -217,7 +224,7 @@ def _put_counts(f: _Fields, w: _Window, total: int, measured: int) -> None:
     f.put("total_output_tokens", sum(m.output_tokens for _, m in ok))
     server_in = [r.usage_prompt_tokens for r, _ in ok]
     if ok and all(map(is_token_count, server_in)):
-        f.put("total_input_tokens_server", sum(server_in))  # type: ignore[arg-type]
+        f.put("total_input_tokens_server", sum(server_in))
     else:
         why = NO_OK if w.no_success else "usage_prompt_tokens_missing"
         f.put("total_input_tokens_server", None, why)
@@ -227,7 +234,7 @@ def _put_counts(f: _Fields, w: _Window, total: int, measured: int) -> None:
     f.put("output_tokens_estimated_requests", n_estimated)
     f.put(
         "output_token_sources",
-        {k: sources.get(k, 0) for k in ("usage", "chunk_tokens", "chunk_count")},
+        {k: sources.get(k, 0) for k in _SOURCES},
     )
 
 

@@ -139,7 +139,8 @@ def _figure(value: Any, stderr: Any) -> str:
 
 def accuracy_html(rows: Sequence[Mapping[str, Any]]) -> str:
     """The headline figures per configuration, precision and load level (an HTML table)."""
-    heads = ("configuration", "precision", "load", "task", "metric", "accuracy ± stderr")
+    heads: tuple[str, ...] = ("configuration", "precision", "load", "task", "metric")
+    heads += ("accuracy ± stderr",)
     heads += ("samples", "threshold", "status")
     body = []
     for row in (r for r in rows if r.get("headline")):

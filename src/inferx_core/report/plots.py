@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from inferx_core.analysis.pareto import pareto_front
 from inferx_core.analysis.points import INTERACTIVITY, LATENCY, THROUGHPUT
@@ -118,12 +118,8 @@ def _label_points(ax: Any, members: Sequence[Mapping[str, Any]], xf: str, yf: st
 def _throughput_front(
     members: Sequence[Mapping[str, Any]], x_field: str, x_direction: str
 ) -> list[Mapping[str, Any]]:
-    return pareto_front(
-        members,
-        lambda r: (r[x_field], r[THROUGHPUT]),
-        x_direction,
-        "max",  # type: ignore[arg-type]
-    )
+    direction: Literal["max", "min"] = "max" if x_direction == "max" else "min"
+    return pareto_front(members, lambda r: (r[x_field], r[THROUGHPUT]), direction, "max")
 
 
 #: The engine's /metrics gauges are sampled: a step shows up to one scrape interval late.
@@ -371,7 +367,9 @@ def telemetry_timeline(
     reqs = {
         k: series[k] for k in ("engine.requests_running", "engine.requests_waiting") if k in series
     }
-    panels = [p for p in (("power", power), ("kv", kv), ("reqs", reqs)) if p[1]]
+    # each panel's data has its own shape (series by key, one series, series by key)
+    shown = (("power", power), ("kv", kv), ("reqs", reqs))
+    panels: list[tuple[str, Any]] = [p for p in shown if p[1]]
     if not power and not kv:
         return None
     fig, axes = _figure(len(panels), 1, (9.0, 2.4 * len(panels) + 0.6))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping, MutableMapping
 from typing import Any, Literal, TextIO
 
 from inferx_core.sdk.redact import redact
@@ -15,8 +16,11 @@ from inferx_core.sdk.redact import redact
 LogFormat = Literal["console", "json"]
 
 
-def redact_processor(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
-    return redact(event_dict)
+def redact_processor(
+    _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+) -> Mapping[str, Any]:
+    redacted: Mapping[str, Any] = redact(event_dict)
+    return redacted
 
 
 class _CurrentStderr:
@@ -41,11 +45,12 @@ def configure_logging(
 ) -> None:
     import structlog
 
-    stream = stream or _CurrentStderr()  # type: ignore[assignment]
+    # _CurrentStderr has the write/flush/isatty that structlog's PrintLogger uses, not all of TextIO
+    sink: TextIO = stream or _CurrentStderr()  # type: ignore[assignment]  # see above
     renderer: Any = (
         structlog.processors.JSONRenderer()
         if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=stream.isatty())
+        else structlog.dev.ConsoleRenderer(colors=sink.isatty())
     )
     structlog.configure(
         processors=[
@@ -56,9 +61,11 @@ def configure_logging(
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(
-            logging.getLevelNamesMapping()[level.upper()]
+            # getLevelName maps a level's name to its number on Python 3.10 too
+            # (getLevelNamesMapping is 3.11+: mypy's python_version 3.10 found it)
+            logging.getLevelName(level.upper())
         ),
-        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        logger_factory=structlog.PrintLoggerFactory(file=sink),
         cache_logger_on_first_use=False,
     )
 

@@ -168,7 +168,8 @@ class InferxPluginManager(pluggy.PluginManager):
         """``build()`` once per plugin manager; registering or unregistering a plugin resets it."""
         if key not in self._cache:
             self._cache[key] = build()
-        return self._cache[key]
+        built: T = self._cache[key]  # what build() made for this key
+        return built
 
     def engine_registry(self) -> EngineRegistry:
         """Engines by name with the plugin that registered each (built once)."""

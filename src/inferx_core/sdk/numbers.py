@@ -8,13 +8,15 @@ two helpers are the one place that decides what counts as a usable number.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["finite_or_none", "is_finite_number", "json_safe"]
 
 
-def is_finite_number(value: Any) -> bool:
-    """True for an int or float that is finite; False for bool, None, NaN, inf and others."""
+def is_finite_number(value: Any) -> TypeGuard[float]:
+    """True for an int or float that is finite; False for bool, None, NaN, inf and others.
+
+    A TypeGuard: after ``if is_finite_number(x)`` a type checker knows ``x`` is a number."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

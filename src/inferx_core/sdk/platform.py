@@ -121,8 +121,8 @@ def merge_platforms(parts: Iterable[Platform]) -> Platform:
             if key not in seen:
                 seen.add(key)
                 accelerators.append(acc)
-        for key, value in part.software.items():
-            software.setdefault(key, value)
+        for name, value in part.software.items():
+            software.setdefault(name, value)
         notes.extend(part.notes)
     accelerators.sort(key=lambda a: (a.vendor, a.index))
     return Platform(

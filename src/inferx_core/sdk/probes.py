@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,7 +22,7 @@ class ReadinessProbe(BaseModel):
     name: str
     method: Literal["GET", "POST"] = "GET"
     path: str
-    json_body: dict | None = None
+    json_body: dict[str, Any] | None = None
     expect_status: int = 200
     expect_in_body: str | None = None
     timeout_s: float = Field(default=30.0, gt=0, description="Per attempt")

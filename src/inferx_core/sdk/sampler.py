@@ -42,7 +42,10 @@ class Sampler(Protocol):
     gap with the error.
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The sampler's name (a class attribute in most samplers: read-only here)."""
+
     interval_s: float
 
     def start(self) -> None:

@@ -236,8 +236,8 @@ def _peak_power(
 ) -> tuple[float | None, str | None]:
     """(peak power, method): summed instantaneous power when readings are aligned across GPUs."""
     if rows and all(v is not None for row in rows for v in row):
-        peak = max(math.fsum(v for v in row if v is not None) for row in rows)
-        return peak, "max of summed aligned samples"
+        aligned = max(math.fsum(v for v in row if v is not None) for row in rows)
+        return aligned, "max of summed aligned samples"
     peak = f.total("gpu_power_max_w", max_per)
     return peak, ("sum of per-GPU maxima (samples not aligned)" if peak is not None else None)
 
@@ -369,8 +369,8 @@ def _per_kw(
 
 @dataclass(frozen=True)
 class WindowCounts:
-    """What the window served: the denominators of the per-token, per-request and
-    per-kW figures. None: not counted, and each figure over it is null with that reason."""
+    """What the window served: the denominators of the per-token, per-request and per-kW
+    figures, one value as they travel together (None: not counted; its figures null)."""
 
     output_tokens: int | None = None
     total_tokens: int | None = None
@@ -382,24 +382,22 @@ def _efficiency_fields(
     energy_j: float | None,
     avg_w: float | None,
     duration_s: float,
-    counts: WindowCounts,
+    c: WindowCounts,
 ) -> dict[str, float | None]:
     out_tok, all_tok = "output tokens", "total tokens"
     return {
         "joules_per_output_token": _per_unit(
-            f, "joules_per_output_token", energy_j, counts.output_tokens, out_tok
+            f, "joules_per_output_token", energy_j, c.output_tokens, out_tok
         ),
         "joules_per_total_token": _per_unit(
-            f, "joules_per_total_token", energy_j, counts.total_tokens, all_tok
+            f, "joules_per_total_token", energy_j, c.total_tokens, all_tok
         ),
-        "joules_per_request": _per_unit(
-            f, "joules_per_request", energy_j, counts.requests, "requests"
-        ),
+        "joules_per_request": _per_unit(f, "joules_per_request", energy_j, c.requests, "requests"),
         "output_tokens_per_s_per_kw": _per_kw(
-            f, "output_tokens_per_s_per_kw", avg_w, counts.output_tokens, duration_s, out_tok
+            f, "output_tokens_per_s_per_kw", avg_w, c.output_tokens, duration_s, out_tok
         ),
         "total_tokens_per_s_per_kw": _per_kw(
-            f, "total_tokens_per_s_per_kw", avg_w, counts.total_tokens, duration_s, all_tok
+            f, "total_tokens_per_s_per_kw", avg_w, c.total_tokens, duration_s, all_tok
         ),
     }
 
@@ -439,9 +437,6 @@ def gpu_energy(
     counter_tolerance: float = 0.05,
 ) -> dict[str, Any]:
     """GPU power/energy result fields for the window ``[start_ns, end_ns]``.
-
-    ``counts``: what the window served, the denominators of the efficiency figures
-    (one typed value rather than three loose keywords: they travel together).
 
     ``gpu_power_max_w`` is the max over in-window readings of the summed power
     when every in-window reading carries every GPU's power (aligned); otherwise

@@ -11,7 +11,16 @@ does not import its own module twice.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names' types for a type checker; at run time __getattr__ below
+    from inferx_core.demo.tiny_model import build_tiny_model as build_tiny_model
+    from inferx_core.testing.answers import AnswerServer as AnswerServer
+    from inferx_core.testing.knobs import FAIL_MODES as FAIL_MODES
+    from inferx_core.testing.knobs import ServerKnobs as ServerKnobs
+    from inferx_core.testing.plugin_kit import check_plugin as check_plugin
+    from inferx_core.testing.server import SSETestServer as SSETestServer
+    from inferx_core.testing.sse_server import ServerProcess as ServerProcess
 
 __all__ = [
     "FAIL_MODES",

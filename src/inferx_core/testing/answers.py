@@ -148,6 +148,7 @@ class AnswerServer:
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host  # typeshed allows bytes
         return f"http://{host}:{port}"
 
     @property

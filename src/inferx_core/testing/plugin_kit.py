@@ -28,11 +28,14 @@ import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from email.message import Message
 from importlib import metadata
+from typing import cast
 
-from inferx_core.config.models import ServerConfig
+from inferx_core.config.models import Parallelism, ServerConfig
 from inferx_core.launch.resolve import ResolvedLaunch, resolve_launch
 from inferx_core.sdk.fixes import Fix, FixContext, FixVerdict
+from inferx_core.sdk.launch_spec import LaunchSpec
 from inferx_core.sdk.manager import ENTRY_POINT_GROUP, InferxPluginManager, get_plugin_manager
 from inferx_core.sdk.platform import Platform
 from inferx_core.sdk.registries import check_hooks, engine_registry, fix_catalogue
@@ -135,7 +138,7 @@ class LaunchCheck:
 
 def _server(pm: InferxPluginManager, engine: str, model: str, num_gpus: int) -> ServerConfig:
     port = engine_registry(pm).get(engine).info.default_port or 8000
-    return ServerConfig(engine=engine, model=model, port=port, parallelism={"tp": num_gpus})
+    return ServerConfig(engine=engine, model=model, port=port, parallelism=Parallelism(tp=num_gpus))
 
 
 def check_launch_specs(
@@ -172,13 +175,13 @@ def check_launch_specs(
     return checks
 
 
-def _check_fix(fix: Fix, contexts: Sequence[tuple[FixContext, object]]) -> None:
+def _check_fix(fix: Fix, contexts: Sequence[tuple[FixContext, LaunchSpec]]) -> None:
     assert FIX_ID.match(fix.id), f"fix id {fix.id!r}: lower-case words joined by '-'"
     for name in ("title", "symptom", "condition_text", "change_text", "reference"):
         assert getattr(fix, name).strip(), f"fix {fix.id}: {name} is empty"
     assert callable(fix.condition) and callable(fix.change), f"fix {fix.id}: not callable"
     for ctx, spec in contexts:
-        verdict = fix.condition(ctx, spec)  # type: ignore[arg-type]
+        verdict = fix.condition(ctx, spec)
         assert isinstance(verdict, FixVerdict), f"fix {fix.id}: condition returned {verdict!r}"
         assert verdict.reason.strip(), f"fix {fix.id}: a verdict must say why"
 
@@ -215,9 +218,10 @@ def check_launch_specs_all(pm: InferxPluginManager, platforms: Iterable[Platform
 
 def check_docs(distribution: str, min_description: int = 300) -> None:
     """Metadata for the package index: a summary, a long description, a license, a URL."""
-    meta = metadata.metadata(distribution)
+    # the object is an email Message; PackageMetadata's protocol names only part of it
+    meta = cast(Message, metadata.metadata(distribution))
     assert (meta.get("Summary") or "").strip(), f"{distribution}: no description (Summary)"
-    body = meta.get_payload() or meta.get("Description") or ""  # type: ignore[attr-defined]
+    body = meta.get_payload() or meta.get("Description") or ""
     assert len(body) >= min_description, (
         f"{distribution}: long description of {len(body)} characters; set readme = "
         "'README.md' in [project] (what the package index shows)"

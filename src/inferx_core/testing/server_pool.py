@@ -66,7 +66,8 @@ class ServerPool:
             try:
                 for _ in range(self.processes):
                     member = _Child(self.host, port, **self.knobs)
-                    self.members.append(member.__enter__())
+                    member.__enter__()
+                    self.members.append(member)
             except BaseException:
                 self.__exit__()
                 raise

@@ -61,6 +61,9 @@ def inferx_register_engines() -> list[EngineInfo]:
 
 @hookimpl
 def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
+    # InferX resolves the port before it asks (a free one when the config gave none);
+    # ServerConfig types it optional, so a strict checker wants this said.
+    assert server.port is not None, "the port is resolved before this hook"
     argv = [
         *(server.executable or ["python3", "-m", "example_tpu_server"]),
         "--model",

@@ -117,7 +117,7 @@ def acquire(handle: object, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[arg-type]
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[arg-type]  # an open file
             return True
         except BlockingIOError:
             if time.monotonic() >= deadline:

@@ -461,7 +461,7 @@ def _dataset_prompts(
         prompt_objs, counts = _chat_prompts(counter, chosen)
     else:
         texts = [r.prompt for r in chosen]
-        counts = counter.count_batch(texts)  # type: ignore[arg-type]
+        counts = counter.count_batch(texts)  # type: ignore[arg-type]  # completions: str prompts
         prompt_objs = list(texts)
     prompts = [
         PromptSpec(

@@ -47,7 +47,7 @@ def stream_rng(seed: int, *stream: int) -> np.random.Generator:
 def content_values(counter: TokenCounter, texts: Sequence[str], chat: bool) -> list[int]:
     """Token counts used as the length: with specials (completions) or content only (chat)."""
     if chat and callable(getattr(type(counter), "encode_batch", None)):
-        return [len(x) for x in counter.encode_batch(list(texts))]  # type: ignore[attr-defined]
+        return [len(x) for x in counter.encode_batch(list(texts))]  # type: ignore[attr-defined]  # probed above
     return counter.count_batch(list(texts))
 
 

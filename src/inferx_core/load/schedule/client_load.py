@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import psutil
@@ -77,7 +78,7 @@ class ClientLoad:
         )
 
 
-def _busy(times: psutil._common.scputimes) -> tuple[float, float]:  # type: ignore[name-defined]
+def _busy(times: Any) -> tuple[float, float]:  # psutil's per-OS cpu_times namedtuple
     idle = times.idle + getattr(times, "iowait", 0.0)
     return sum(times) - idle, sum(times)
 

@@ -79,8 +79,11 @@ class LoadProgress:
             self._tell(record)
 
     def _tell(self, record: RequestRecord) -> None:
+        listener = self._listener  # checked by the caller; re-read for the type checker
+        if listener is None:
+            return
         try:
-            self._listener(record)  # type: ignore[misc]
+            listener(record)
         except Exception as exc:  # the user's callback must not stop the load
             warnings.warn(
                 f"on_request callback raised {type(exc).__name__}: {exc}; it is not called "

@@ -160,7 +160,7 @@ class TokenizerBase:
     def _affix(self) -> tuple[int, int] | None:
         """(#tokens added before, #after) the text, or None if not separable."""
         if self._affix_cache != "unset":
-            return self._affix_cache  # type: ignore[return-value]
+            return self._affix_cache
         result: tuple[int, int] | None = None
         found: set[tuple[int, int]] = set()
         withs = self._tokenize_many(list(_AFFIX_PROBES), True)

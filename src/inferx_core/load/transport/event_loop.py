@@ -78,7 +78,7 @@ def loop_factory(choice: str | None = None) -> Callable[[], asyncio.AbstractEven
 def _precise_loop_class(uvloop: ModuleType) -> type[asyncio.AbstractEventLoop]:
     """uvloop's loop with asyncio's clock and timer contract (see the module docstring)."""
 
-    class PreciseLoop(uvloop.Loop):  # type: ignore[name-defined,misc]
+    class PreciseLoop(uvloop.Loop):  # type: ignore[name-defined]  # uvloop is a module argument here
         def time(self) -> float:
             return monotonic()
 

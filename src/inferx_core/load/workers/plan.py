@@ -129,10 +129,11 @@ def endless_pool(units: Iterator[Unit], n_requests: int) -> list[Unit]:
 
 def _cycled(pool: list[Unit], index: int, workers: int) -> Iterator[Unit]:
     """Worker ``index``'s units of the endless cycle over ``pool`` (every ``workers``-th)."""
+    # a pool holds one kind of unit (its first tells which): the checker sees the union
     if pool and isinstance(pool[0], Session):
         # the same sessions and ids cycle_sessions gives one process; this worker's share
-        return itertools.islice(cycle_sessions(pool), index, None, workers)  # type: ignore[arg-type]
-    return _cycled_requests(pool, index, workers)  # type: ignore[arg-type]
+        return itertools.islice(cycle_sessions(pool), index, None, workers)  # type: ignore[arg-type]  # all sessions
+    return _cycled_requests(pool, index, workers)  # type: ignore[arg-type]  # all requests
 
 
 def _cycled_requests(

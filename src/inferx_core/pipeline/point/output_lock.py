@@ -208,7 +208,7 @@ def holding_output(folder_of: Callable[..., Path | str | None]) -> Callable[[F],
 
 def remove_stale_scratch(root: Path) -> list[Path]:
     """Remove the scratch folders under ``root`` whose owner is gone; returns them."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(root.iterdir())
     except OSError:

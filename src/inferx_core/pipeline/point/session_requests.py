@@ -11,6 +11,7 @@ workload's reasoning knob (:func:`~inferx_core.pipeline.point.requests.extra_bod
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from inferx_core.config.models import LoadProfile, Workload
 from inferx_core.config.points import LoadPoint
@@ -63,7 +64,7 @@ def build_session_requests(
         continuous_usage=target.continuous_usage,
     )
     sessions, built = build_sessions(plan, n_sessions, seed=workload.seed)
-    warmup = []
+    warmup: list[Any] = []
     if n_warmup:  # one-turn sessions, another seed, numbered below 0
         one_turn = dataclasses.replace(plan, turns=1)
         warm_seed = workload.seed + 7919
@@ -74,4 +75,4 @@ def build_session_requests(
         session.extra_body = extra_body(workload, session.extra_body)
     endless = (load.duration_s or load.stages) and load.num_prompts is None
     measured = cycle_sessions(sessions) if endless else sessions
-    return Requests(built, measured, warmup, n_sessions * workload.turns)  # type: ignore[arg-type]
+    return Requests(built, measured, warmup, n_sessions * workload.turns)

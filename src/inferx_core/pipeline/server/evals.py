@@ -42,7 +42,9 @@ def points_to_evaluate(evals: EvalsConfig, outcomes: Sequence[PointOutcome]) -> 
     """The measured points (ok, or invalid: the server served, the client's timing is what
     was flagged) at the chosen load levels, the first point of each level."""
     ok = [o for o in outcomes if o.status in _MEASURED and o.result.identity.load_level is not None]
-    levels = chosen_levels(evals.at, [o.result.identity.load_level for o in ok])
+    levels = chosen_levels(
+        evals.at, [o.result.identity.load_level or 0.0 for o in ok]
+    )  # not None: ok
     picked: dict[float, PointOutcome] = {}
     for outcome in ok:
         level = outcome.result.identity.load_level

@@ -78,3 +78,16 @@ def test_a_rate_probe_with_a_growing_backlog_fails_and_a_short_one_is_uncertain(
     short = [_rec(i, 50 * i, 50) for i in range(20)]  # 1 s of a 10 s probe
     v = judge_point("ok", None, {}, short, TARGET, level=at)
     assert v.note is not None and "shorter than the 10.0 s asked" in v.note
+
+
+def test_a_server_that_died_during_the_run_is_not_judged() -> None:
+    """Answered, then every request from the first refused connection on failed: the run
+    says nothing about the load (an invalid point from resets now and then still fails)."""
+    ok = _loop(10, 2)
+    dead = [_rec(10 + i, 300 + i, error="reset", error_kind="connection") for i in range(20)]
+    flat = {"validity_failing": ["error_rate"]}
+    v = judge_point("invalid", "error_rate: 20 of 30", flat, ok + dead, TARGET)
+    assert v.score is None and "request 10 and every one after it" in (v.reason or "")
+    flaky = ok + dead[:5] + [_rec(40, 400)]  # a reset, then answers again
+    v = judge_point("invalid", "error_rate: 5 of 16", flat, flaky, TARGET)
+    assert v.score == math.inf

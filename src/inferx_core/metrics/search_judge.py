@@ -66,15 +66,17 @@ def _ignore_eos(flat: Mapping[str, object]) -> bool:
 
 
 def _server_gone(records: Sequence[RequestRecord]) -> str | None:
-    failed = [r for r in records if not r.ok]
-    if (
-        records
-        and len(failed) == len(records)
-        and all(r.error_kind == "connection" for r in failed)
-    ):
-        first = failed[0].error or "connection refused"
-        return f"the server stopped answering: every request failed to connect ({first})"
-    return None
+    """Why the run says nothing about load: from its first refused or reset connection
+    on, nothing succeeded (the server went away during the run or before it)."""
+    ordered = sorted((r for r in records if r.send_ns), key=lambda r: r.send_ns)
+    first = next((i for i, r in enumerate(ordered) if r.error_kind == "connection"), None)
+    if first is None or any(r.ok for r in ordered[first:]):
+        return None  # a reset now and then is the server's answer to the load
+    why = ordered[first].error or "connection refused"
+    return (
+        f"the server stopped answering: request {ordered[first].request_id} and every one "
+        f"after it failed to connect ({why})"
+    )
 
 
 def _open_loop(verdict: Measurement, got: Reached | None, level: Level) -> Measurement:
@@ -106,7 +108,7 @@ def judge_point(
     """The point's verdict against ``target`` (``records``: its request sidecar, None
     when there is none, e.g. an imported point; ``level``: what it was run as)."""
     measured = None if records is None else [r for r in records if not r.warmup]
-    if measured is not None and status == "failed" and (gone := _server_gone(measured)):
+    if measured is not None and status != "ok" and (gone := _server_gone(measured)):
         return Measurement(None, reason=gone, point_id=point_id)
     ignore_eos = _ignore_eos(flat)
     requests = None if measured is None else judged_requests(measured, ignore_eos)

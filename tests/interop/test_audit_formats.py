@@ -44,6 +44,14 @@ def test_guidellm_benchmark_imports_with_what_it_cannot_tell(tmp_path: Path, cap
     assert 38 < written["latency"]["tpot_ms"]["median"] < 45
 
 
+def test_guidellm_own_warnings_are_kept_in_the_verdict(capsys) -> None:
+    code, audit = _audit(capsys, GUIDELLM)
+    warned = _checks(audit)["guidellm_warning.generation_delay_ttft"]
+    assert code == 0 and warned["severity"] == "marks" and not warned["passed"]
+    assert warned["why"].startswith("GuideLLM warned: mean generation delay")
+    assert audit["diagnosis"][0]["rule"] == "tool_warned"
+
+
 def test_guidellm_requests_removed_are_caught(tmp_path: Path, capsys) -> None:
     data = json.loads(GUIDELLM.read_text())
     del data["benchmarks"][0]["requests"]["successful"][-5:]

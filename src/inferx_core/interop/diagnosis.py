@@ -125,6 +125,20 @@ RULES: tuple[Rule, ...] = (
         {"*": "re-run, or publish the files exactly as the tool wrote them"},
     ),
     Rule(
+        "tool_warned",
+        "measurement",
+        "headline figures from a run the tool itself warned about",
+        "the tool flagged its own run (requests dispatched late, its data generation the "
+        "bottleneck) in its file, beside figures that do not say so",
+        ("guidellm_warning.",),
+        {
+            "GuideLLM": "fewer streams or requests per worker (GUIDELLM__MAX_WORKER_PROCESSES), "
+            "the client on cores of its own; its warning's note names the cause",
+            "InferX": "the client checks (client_cpu, client_loop_lag, dispatch_lateness) judge "
+            "the same in every point",
+        },
+    ),
+    Rule(
         "thin_percentiles",
         "measurement",
         "a p99 equal to the maximum; tails that jump between runs",

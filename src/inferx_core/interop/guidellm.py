@@ -19,6 +19,7 @@ from typing import Any
 
 from inferx_core.interop.tool_run import ToolRun, slug
 from inferx_core.load.records.request import RequestRecord
+from inferx_core.metrics.validity import ValidityCheck
 
 __all__ = ["NO_CHUNK_TIMES", "guidellm_runs", "is_guidellm"]
 
@@ -176,6 +177,7 @@ def guidellm_runs(data: Mapping[str, Any], path: Path, date: str) -> Iterator[To
                 f"GuideLLM kept a sample of {config['sample_size']} requests (sample_size)"
             )
         run.not_judged["chunk_coalescing"] = NO_CHUNK_TIMES
+        run.checks = own_warnings(bench)
         yield run
 
 
@@ -184,3 +186,25 @@ def _point_id(path: Path, index: int, strategy: Mapping[str, Any]) -> str:
     name = path.parent.name or "run"
     name = name if name.lower().startswith("guidellm") else f"guidellm-{name}"
     return slug(f"{name}-{index}-{strategy.get('type_', 'run')}")
+
+
+def own_warnings(bench: Mapping[str, Any]) -> list[ValidityCheck]:
+    """GuideLLM's own warnings about the benchmark (0.8: ``warnings``, e.g. requests
+    dispatched late, data generation the bottleneck), kept in the verdict as marks: the
+    tool said so itself, and a reader of its headline figures may never have seen it."""
+    checks = []
+    for w in bench.get("warnings") or []:
+        if not isinstance(w, dict) or not w.get("code"):
+            continue
+        observed, threshold = w.get("observed"), w.get("threshold")
+        checks.append(
+            ValidityCheck(
+                name=f"guidellm_warning.{w['code']}",
+                value=float(observed) if isinstance(observed, (int, float)) else None,
+                limit=float(threshold) if isinstance(threshold, (int, float)) else None,
+                passed=False,
+                severity="marks",
+                why=f"GuideLLM warned: {w.get('message', '')} {w.get('note', '')}".strip(),
+            )
+        )
+    return checks

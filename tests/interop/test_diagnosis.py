@@ -77,7 +77,7 @@ def test_report_shows_the_verdict_beside_imported_points(tmp_path: Path, capsys)
     csv = (tmp_path / "report" / "points.csv").read_text().splitlines()
     header, row = csv[0].split(","), csv[1]
     assert header[:4] == ["point_id", "status", "valid", "validity_failing"]
-    assert row.startswith('aiperf-c32-starved,invalid,false,"chunk_coalescing,whole_reply_at_once"')
+    assert row.startswith('aiperf-c32-starved,invalid,false,"chunk_coalescing,whole_reply_at_once,')
 
 
 def test_compare_shows_the_verdict_of_an_imported_point(tmp_path: Path, capsys) -> None:

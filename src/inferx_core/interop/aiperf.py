@@ -18,10 +18,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from inferx_core.config.validity import ValidityLimits
 from inferx_core.errors import UserFacingError
 from inferx_core.interop.tool_checks import tool_token_check
 from inferx_core.interop.tool_run import ToolRun, slug
 from inferx_core.load.records.request import RequestRecord
+from inferx_core.metrics.validity import ValidityCheck
 
 __all__ = ["JSONL_NAME", "aiperf_records", "aiperf_run", "is_aiperf"]
 
@@ -197,8 +201,11 @@ def aiperf_run(data: Mapping[str, Any], path: Path, date: str) -> ToolRun:
         return run
     run.records = aiperf_records(jsonl, int(asked or 0))
     run.sources.append(jsonl)
-    check = tool_token_check("AIPerf", "output_token_count", _tool_counts(jsonl))
-    run.checks = [check] if check is not None else []
+    checks = (
+        tool_token_check("AIPerf", "output_token_count", _tool_counts(jsonl)),
+        credit_delay_check(jsonl),
+    )
+    run.checks = [c for c in checks if c is not None]
     run.not_judged["dispatch_lateness"] = (
         "AIPerf records when a credit was issued (credit_issued_ns), not when the schedule "
         "made the request due"
@@ -225,3 +232,31 @@ def _point_id(path: Path) -> str:
     """The run's folder (AIPerf's --artifact-dir) names it; every run's file has one name."""
     name = path.parent.name or "run"
     return slug(name if name.lower().startswith("aiperf") else f"aiperf-{name}")
+
+
+def credit_delay_check(path: Path) -> ValidityCheck | None:
+    """AIPerf's own delay from handing a request to a worker (``credit_issued_ns``) to
+    sending it (``request_start_ns``): the client's dispatch lateness. In a closed loop
+    every such millisecond is one the server ran below the named concurrency; under a
+    busy CPU it is AIPerf's workers falling behind (the starved client)."""
+    delays = [
+        (meta["request_start_ns"] - meta["credit_issued_ns"]) / 1e6
+        for row in _rows(path)
+        if isinstance(meta := row.get("metadata") or {}, dict)
+        and isinstance(meta.get("credit_issued_ns"), int)
+        and isinstance(meta.get("request_start_ns"), int)
+        and meta.get("benchmark_phase") != "warmup"
+    ]
+    if not delays:
+        return None
+    p50, p99 = (float(v) for v in np.percentile(delays, [50, 99]))  # as InferX's lateness
+    limit = ValidityLimits().max_dispatch_lateness_p99_ms
+    why = (
+        f"AIPerf sent its requests {p50:.1f} ms (p99 {p99:.1f} ms) after handing them to a "
+        f"worker (credit_issued_ns to request_start_ns, {len(delays)} requests)"
+    )
+    if p99 > limit:
+        why += ": its workers fell behind, so the server ran below the load the run names"
+    return ValidityCheck(
+        name="client_dispatch_delay", value=p99, limit=limit, passed=p99 <= limit, why=why
+    )

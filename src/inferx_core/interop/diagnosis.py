@@ -86,7 +86,14 @@ RULES: tuple[Rule, ...] = (
         "than the same server gives other clients",
         "the client could not read the stream as it came: whole replies arrived in one read, "
         "so TTFT, ITL and the throughput describe the client's CPU, not the server",
-        ("whole_reply_at_once", "chunk_coalescing", "receive_lag", "client_cpu", "client_"),
+        (
+            "whole_reply_at_once",
+            "chunk_coalescing",
+            "receive_lag",
+            "client_cpu",
+            "client_dispatch_delay",
+            "client_",
+        ),
         {
             "AIPerf": "fewer requests per worker process (--workers-max above the concurrency's "
             "need), or a lower --concurrency; keep the client off the server's cores (taskset)",

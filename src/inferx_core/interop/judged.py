@@ -36,6 +36,8 @@ VERDICT_CHECKS: dict[str, str] = {
     "dispatch_lateness": "the file holds no scheduled send times (only when requests went out)",
     "receive_lag": "no server write stamps: only a server that stamps its chunks gives them",
     "client_cpu": "the tool recorded nothing of its own CPU or event loop",
+    "client_dispatch_delay": "only AIPerf's records hold when a request was handed to a "
+    "worker (credit_issued_ns) beside when it was sent",
     "records_complete": "the file holds no per-request data to count",
     "concurrency_reached": "not a closed loop above 1, or no per-request start and end times",
     "output_length": "the file does not say what output length was asked for",

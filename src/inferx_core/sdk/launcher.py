@@ -32,6 +32,41 @@ class ServerHandle(Protocol):
         """End the engine and everything it started; idempotent."""
 
 
+# What a handle may also do, declared: InferX asks ``isinstance(handle, KillsNow)``,
+# not whether a name happens to exist; a launcher's handle has these members or not.
+@runtime_checkable
+class HasPid(Protocol):
+    """A handle of one local process (its process tree's CPU and memory are sampled)."""
+
+    @property
+    def pid(self) -> int:
+        """The engine's process id."""
+
+
+@runtime_checkable
+class KillsNow(Protocol):
+    def kill_now(self) -> None:
+        """End at once, no grace (a second Ctrl-C); without it, ``stop(0.0)``."""
+
+
+@runtime_checkable
+class NamesExitedProcess(Protocol):
+    def exited_process(self) -> str | None:
+        """Which of its processes exited (a deployment's role, process and node), or None."""
+
+
+@runtime_checkable
+class HasEngineUrls(Protocol):
+    def engine_urls(self) -> list[str]:
+        """The URL of each engine process (a deployment: its engines' /metrics)."""
+
+
+@runtime_checkable
+class HasRouterMetrics(Protocol):
+    def router_metrics_url(self) -> str | None:
+        """The router's own metrics exporter, when the deployment has one."""
+
+
 @runtime_checkable
 class Launcher(Protocol):
     def start(self, spec: LaunchSpec, run_dir: Path) -> ServerHandle:

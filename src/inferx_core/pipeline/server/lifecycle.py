@@ -43,7 +43,14 @@ from inferx_core.pipeline.search.launched import search_on_server
 from inferx_core.pipeline.server.evals import run_evals
 from inferx_core.pipeline.server.launch_plan import LaunchPlan, launch_context
 from inferx_core.results.files import ResultWriteError, write_result
-from inferx_core.sdk.launcher import ServerHandle
+from inferx_core.sdk.launcher import (
+    HasEngineUrls,
+    HasPid,
+    HasRouterMetrics,
+    KillsNow,
+    NamesExitedProcess,
+    ServerHandle,
+)
 from inferx_core.sdk.log import get_logger
 from inferx_core.sdk.manager import InferxPluginManager
 from inferx_core.sdk.platform import Platform
@@ -172,8 +179,9 @@ class LaunchedServer:
     def who_exited(self) -> str:
         """What exited: ``engine``, or a deployment's role and process where its handle
         says (``role decode (decode-1 on node0)``)."""
-        named = getattr(self.handle, "exited_process", None)
-        return (named() if callable(named) else None) or "engine"
+        handle = self.handle
+        named = handle.exited_process() if isinstance(handle, NamesExitedProcess) else None
+        return named or "engine"
 
     def exited(self, when: str) -> str:
         """``<who> exited with code N <when>`` (``during the load``, ``before this point``)."""
@@ -217,18 +225,18 @@ class LaunchedServer:
         """A single server's engine metrics come from its URL; a deployment's (its handle
         names its engine processes and its router's exporter) from every engine process,
         and its router's own from the router's exporter."""
-        assert self.handle is not None
-        engine_urls = getattr(self.handle, "engine_urls", None)
-        router_url = getattr(self.handle, "router_metrics_url", None)
+        handle = self.handle
+        assert handle is not None
+        router = handle.router_metrics_url() if isinstance(handle, HasRouterMetrics) else None
         return build_plan(
             self.pm,
             self.platform,
             gpu_ids,
-            engine_pid=getattr(self.handle, "pid", None),
-            base_url=engine_urls() if engine_urls else self.handle.base_url,
+            engine_pid=handle.pid if isinstance(handle, HasPid) else None,
+            base_url=handle.engine_urls() if isinstance(handle, HasEngineUrls) else handle.base_url,
             metrics_map=self.pm.call_first("inferx_engine_metrics", server=self.plan.server)[1],
             interval_overrides=self.plan.cfg.telemetry_intervals,
-            router_metrics_url=router_url() if router_url else None,
+            router_metrics_url=router,
         )
 
     def run_points(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
@@ -352,8 +360,10 @@ class LaunchedServer:
     def kill_now(self) -> None:
         """A second signal: no grace (a launcher without ``kill_now`` stops with grace 0)."""
         assert self.handle is not None
-        kill = getattr(self.handle, "kill_now", None)
-        kill() if kill is not None else self.handle.stop(0.0)
+        if isinstance(self.handle, KillsNow):
+            self.handle.kill_now()
+        else:
+            self.handle.stop(0.0)
 
     def measure(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
         try:

@@ -82,7 +82,8 @@ class Anatomy(BaseModel):
     rest_ms: Distribution = Field(default_factory=Distribution)
     # The server's decode time per output token after the first (decode_ms / (n - 1)).
     server_tpot_ms: Distribution | None = None
-    # Median over requests of each part's share of the request's client TTFT.
+    # Median over requests of each part's share of the request's client TTFT (of the
+    # parts' sum where the server's parts exceed it within the tolerance): in [0, 1].
     queue_share: float | None = None
     rest_share: float | None = None
     # rest_pX / server_ttft_pX for the percentiles in REST_LIMITS.
@@ -104,6 +105,7 @@ class _Parts:
     server: list[float]
     rest: list[float]
     tpot: list[float]
+    queue_or_zero: list[float]  # one per request read (0 where the engine gave none)
     without: int = 0
     inconsistent: int = 0
     last_problem: str | None = None
@@ -128,6 +130,7 @@ def _read(rec: RequestRecord, parts: _Parts) -> None:
     parts.rest.append(rest)
     if queue is not None:
         parts.queue.append(float(queue))
+    parts.queue_or_zero.append(float(queue or 0.0))
     decode, n = figures.get("decode_ms"), rec.usage_output_tokens
     if decode is not None and type(n) is int and n > 1:
         parts.tpot.append(float(decode) / (n - 1))
@@ -137,9 +140,18 @@ def _dist(values: list[float]) -> Distribution:
     return Distribution.from_stats(describe(values, _PERCENTILES))
 
 
-def _median_share(part: list[float], client: list[float]) -> float | None:
-    shares = [p / c for p, c in zip(part, client, strict=True) if c > 0]
+def _median_share(part: list[float], total: list[float]) -> float | None:
+    """Median of part / total, each share in [0, 1] (a rest below zero, within the
+    tolerance, is a share of 0)."""
+    shares = [max(p, 0.0) / t for p, t in zip(part, total, strict=True) if t > 0]
     return describe(shares, ())["median"] if shares else None
+
+
+def _totals(parts: _Parts) -> list[float]:
+    """Per request, the sum of its non-negative parts: the client TTFT, or the server's
+    parts where they exceed it within the tolerance (so every share is in [0, 1])."""
+    triples = zip(parts.queue_or_zero, parts.server, parts.rest, strict=True)
+    return [q + s + max(r, 0.0) for q, s, r in triples]
 
 
 def _ratios(rest: Distribution, server: Distribution) -> dict[str, float | None]:
@@ -162,7 +174,7 @@ def anatomy(
     ok = [r for r in records if r.ok and not r.warmup]
     if not any(r.server_figures for r in ok):
         return None
-    parts = _Parts([], [], [], [], [])
+    parts = _Parts([], [], [], [], [], [])
     for rec in ok:
         _read(rec, parts)
     reasons: dict[str, str] = {}
@@ -186,8 +198,8 @@ def anatomy(
         server_ttft_ms=server,
         rest_ms=rest,
         server_tpot_ms=_dist(parts.tpot) if parts.tpot else None,
-        queue_share=_median_share(parts.queue, parts.client) if not no_queue else None,
-        rest_share=_median_share(parts.rest, parts.client),
+        queue_share=_median_share(parts.queue_or_zero, _totals(parts)) if not no_queue else None,
+        rest_share=_median_share(parts.rest, _totals(parts)),
         rest_to_server_ttft=_ratios(rest, server),
         null_reasons=reasons,
         speculative=spec_per_request(ok, spec_window),

@@ -148,6 +148,8 @@ plugin_options: {{nvidia: {{cache_dir: {tmp_path / "cache"}}}}}
         "--gpu-memory-utilization",
         "0.9",
         "--no-enable-prefix-caching",
+        "--enable-per-request-metrics",  # the engine's own clock (inferx_vllm.server_timing)
+        "--enable-request-id-headers",
     ]
     assert item["spec"]["argv"] == wrapper + argv
     assert item["launcher"]["launcher"] == "process"

@@ -347,7 +347,8 @@ def test_cli_dry_run_prints_the_command_and_starts_nothing(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stderr
     command = (
         "vllm serve m --host 127.0.0.1 --port 8000 --served-model-name m "
-        "--tensor-parallel-size 1 --no-enable-prefix-caching"
+        "--tensor-parallel-size 1 --no-enable-prefix-caching --enable-per-request-metrics "
+        "--enable-request-id-headers"
     )
     assert command in proc.stdout.splitlines(), proc.stdout
     assert "env HF_TOKEN=***" in proc.stdout

@@ -35,6 +35,8 @@ class WorkerPlan:
     clock_address: tuple[str, int] | None = None  # the parent's ClockServer
     meter_interval_s: float = 0.01
     extra: dict[str, Any] = field(default_factory=dict)
+    # Where the engine's replies carry its own clock (a ServerTiming; None: nowhere).
+    server_timing: Any = None
 
 
 def plan_path(run_dir: Path, w: int) -> Path:

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.schedule.client_load import WorkerLoad
@@ -84,8 +84,10 @@ class WorkerGroup:
         wrap: Wrap | None = None,
         clock_address: tuple[str, int] | None = None,
         start_lead_s: float = 0.25,
+        server_timing: Any = None,
     ) -> None:
         self.split = split
+        self.server_timing = server_timing  # the engine's own clock, for each worker's pool
         self.base_url = base_url
         self.headers = headers
         self.run_dir = run_dir
@@ -115,6 +117,7 @@ class WorkerGroup:
                 offset,
                 self.clock_address,
                 extra={} if self.wrap else {"parent_pid": os.getpid()},
+                server_timing=self.server_timing,
             )
             argv = worker_command(write_plan(plan))
             if self.wrap is not None:

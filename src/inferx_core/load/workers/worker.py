@@ -111,7 +111,10 @@ class _Run:
             plan.parent_boot, plan.parent_unix_offset, plan.clock_address
         )
         self.meter.start()
-        async with ConnectionPool(plan.base_url, headers=plan.headers) as pool:
+        timing = plan.server_timing
+        async with ConnectionPool(
+            plan.base_url, headers=plan.headers, server_timing=timing
+        ) as pool:
             self.warm = LoadScheduler(
                 pool, iter(()), share.config, warmup=share.warmup, on_complete=self.writer.write
             )

@@ -102,7 +102,10 @@ async def _run_scheduler(
                 abort_reason = reason
                 holder[0].stop(cancel_in_flight=True)
 
-    async with ConnectionPool(plan.target.base_url, headers=plan.target.headers) as pool:
+    target = plan.target
+    async with ConnectionPool(
+        target.base_url, headers=target.headers, server_timing=target.server_timing
+    ) as pool:
         scheduler = LoadScheduler(
             pool,
             plan.requests.measured,
@@ -245,6 +248,7 @@ def _drive_workers(plan: DrivePlan, n: int, placement: SrunPlacement | None) -> 
                     wrap=wrap,
                     clock_address=clock,
                     start_lead_s=lead_s,
+                    server_timing=plan.target.server_timing,
                 )
                 out = group.run(on_record, abort)
     finally:

@@ -29,6 +29,7 @@ from inferx_core.metrics.model import PointMetrics
 from inferx_core.metrics.speculative import acceptance_check
 from inferx_core.metrics.summarize import summarize
 from inferx_core.metrics.validity import Validity, ValidityCheck, assess
+from inferx_core.pipeline.point.anatomy import point_anatomy, with_anatomy
 from inferx_core.pipeline.point.assemble import (
     Measured,
     PointSource,
@@ -351,7 +352,9 @@ def measure_point(
     drive = drive_point(_drive_plan(plan, point, point_id, requests, recorder, output_dir))
     mask_records([*drive.result.records, *drive.result.warmup_records])
     measured = _measured(plan, point, requests, drive, recorder, started_at)
-    result = _decide(source, measured, drive, plan.failure_details)
+    # The TTFT taken apart with the engine's own clock (None: its replies carried none).
+    an, measured = point_anatomy(plan.target, drive.result.records, measured)
+    result = with_anatomy(_decide(source, measured, drive, plan.failure_details), an)
     return _finish(result, drive, output_dir, recorder if plan.telemetry is not None else None)
 
 

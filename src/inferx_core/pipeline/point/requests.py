@@ -39,6 +39,7 @@ from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.schedule.scheduler import PreparedRequest
 from inferx_core.load.tokens.counter import CounterResolution
 from inferx_core.load.tokens.tokenizer import LocalTokenizer
+from inferx_core.sdk.server_timing_api import ServerTiming
 
 API_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
@@ -130,6 +131,9 @@ class BenchTarget:
     continuous_usage_note: str | None = None
     # The context length the server reports (/v1/models), for skipping over-long prompts.
     max_model_len: int | None = None
+    # Where the engine's replies carry its own per-request clock (hook
+    # inferx_engine_server_timing); None: the engine is not known or reports none.
+    server_timing: ServerTiming | None = None
 
 
 def discover_model(base_url: str, headers: dict[str, str] | None = None) -> str:

@@ -16,6 +16,7 @@ from inferx_core.config.points import slug
 from inferx_core.launch.interrupts import handle_interrupts
 from inferx_core.load.schedule.client_load import pinned
 from inferx_core.load.tokens.counter import CounterResolution, resolve_token_counter
+from inferx_core.load.transport.server_clock import engine_server_timing
 from inferx_core.pipeline.point.inputs import check_server_context, check_workload_files
 from inferx_core.pipeline.point.requests import BenchTarget, continuous_usage_for, discover_model
 from inferx_core.pipeline.point.server_plan import ServerPlan
@@ -45,6 +46,8 @@ def bench_target(config: BenchConfig) -> tuple[BenchTarget, str]:
     model = config.model or discover_model(config.base_url, headers)
     served_len = check_server_context(config.workload, config.base_url, model, headers)
     target = BenchTarget(config.base_url, model, headers, *usage_support(config), served_len)
+    server, pm = engine_server(config)  # with --engine: where its replies carry its clock
+    target.server_timing = engine_server_timing(server, pm) if server is not None else None
     return target, config.name or slug(model.rsplit("/", 1)[-1])
 
 

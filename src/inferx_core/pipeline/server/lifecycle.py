@@ -32,6 +32,7 @@ from inferx_core.launch.readiness import (
 )
 from inferx_core.launch.resolve import cpu_split
 from inferx_core.load.schedule.client_load import pinned
+from inferx_core.load.transport.server_clock import engine_server_timing
 from inferx_core.metrics.search_model import SearchSummary
 from inferx_core.pipeline.point.assemble import PointSource, never_ran_result
 from inferx_core.pipeline.point.inputs import InputError, check_server_context
@@ -339,7 +340,11 @@ class LaunchedServer:
         server = self.plan.server
         info = engine_registry(self.pm).get(server.engine).info
         return BenchTarget(
-            self.handle.base_url, server.name_served, server.auth_headers(), **_usage_fields(info)
+            self.handle.base_url,
+            server.name_served,
+            server.auth_headers(),
+            **_usage_fields(info),
+            server_timing=engine_server_timing(server, self.pm),  # the engine's own clock
         )
 
     def close(self) -> None:

@@ -134,3 +134,20 @@ def test_the_stream_shows_the_accepted_tokens(spec_run: dict[str, Any]) -> None:
     chunk_tokens = [n for r in records for n in r["chunk_tokens"]]
     assert max(chunk_tokens) > 1 and max(chunk_tokens) <= 1 + K
     assert all(sum(r["chunk_tokens"]) == r["usage_output_tokens"] == OSL for r in records)
+
+
+def test_per_request_acceptance_from_the_replies_agrees_with_the_window(
+    spec_run: dict[str, Any],
+) -> None:
+    """vLLM's per-request ``metrics.speculative_decoding`` (issue 41) against /metrics."""
+    from inferx_core.metrics.spec_requests import AGREEMENT_TOLERANCE
+
+    result = spec_run["result"]
+    assert result.anatomy is not None and result.anatomy.speculative is not None
+    per = result.anatomy.speculative
+    window = result.telemetry.engine_metrics["spec_decode"]
+    assert per.requests == NUM_PROMPTS and per.out_of_bounds == 0
+    assert per.drafts is not None and per.draft_tokens <= K * per.drafts
+    assert per.acceptance_rate == pytest.approx(window["acceptance_rate"], abs=AGREEMENT_TOLERANCE)
+    assert per.agrees_with_window is True, per.why
+    assert per.worst and per.worst[0]["response_id"]

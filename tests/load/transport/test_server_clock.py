@@ -170,3 +170,13 @@ def test_every_figure_is_a_bounded_number_or_null_with_a_reason(value: Any) -> N
             assert type(got) in (int, float) and math.isfinite(got) and got >= 0
             # Durations are bounded by a day; counts are integers.
             assert got <= MAX_SERVER_MS if figure.endswith("_ms") else type(got) is int
+
+
+def test_a_configured_request_id_header_is_sent_once_as_configured() -> None:
+    pool = ConnectionPool("http://127.0.0.1:1", headers={"x-request-id": "mine"})
+    rec = RequestRecord(3, 1, 1)
+    request = pool.request_for("/v1/completions", b"{}", rec)
+    assert request.lower().count(b"x-request-id") == 1 and b"mine" in request
+    assert rec.client_request_id is None
+    plain = ConnectionPool("http://127.0.0.1:1").request_for("/v1/completions", b"{}", rec)
+    assert f"X-Request-Id: {rec.client_request_id}\r\n".encode() in plain

@@ -106,6 +106,8 @@ class ConnectionPool:
         self.max_idle = max_idle
         self.clock = ServerClock(server_timing) if server_timing is not None else None
         self.id_prefix = request_id_prefix()
+        # A configured X-Request-Id is sent as configured (one header, never two).
+        self._own_ids = not any(name.lower() == "x-request-id" for name in headers or {})
         # One receive buffer for all connections: asyncio fills it and the
         # connection copies the bytes out before the next read can happen.
         self._read_buffer = memoryview(bytearray(_READ_SIZE))
@@ -139,6 +141,8 @@ class ConnectionPool:
 
     def request_for(self, path: str, payload: bytes, record: RequestRecord) -> bytes:
         """:meth:`request_bytes` with the record's own ``X-Request-Id`` (kept on the record)."""
+        if not self._own_ids:
+            return self.request_bytes(path, payload)
         record.client_request_id = f"{self.id_prefix}-{record.request_id}"
         return self.request_bytes(path, payload, record.client_request_id)
 

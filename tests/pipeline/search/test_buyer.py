@@ -53,7 +53,7 @@ def test_a_level_is_claimed_only_where_it_was_held(tmp_path: Path) -> None:
         assert result.load is not None and result.load.num_prompts >= 4 * level
 
 
-@pytest.mark.parametrize("overload", ["shed", "http_503"])
+@pytest.mark.parametrize("overload", ["shed", "http_503", "http_429"])
 def test_a_server_that_sheds_or_refuses_past_its_capacity_fails_there(
     overload: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -102,3 +102,32 @@ def test_each_method_llama_server_runs_gets_its_flags(spec: dict, expected: list
 def test_what_llama_server_lacks_is_refused_naming_the_field(spec: dict, field: str) -> None:
     with pytest.raises(UserFacingError, match=field):
         argv(**spec)
+
+
+LLAMA_METRICS = """\
+# TYPE llamacpp:spec_decode_num_draft_tokens_total counter
+llamacpp:spec_decode_num_draft_tokens_total 30
+# TYPE llamacpp:spec_decode_num_accepted_tokens_total counter
+llamacpp:spec_decode_num_accepted_tokens_total 12
+# TYPE llamacpp:spec_decode_num_drafts_total counter
+llamacpp:spec_decode_num_drafts_total 10
+# HELP llamacpp:spec_decode_num_accepted_tokens_per_pos_total Accepted tokens per draft position
+# TYPE llamacpp:spec_decode_num_accepted_tokens_per_pos_total counter
+llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 7
+llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="1"} 4
+llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="2"} 1
+"""
+
+
+def test_llama_servers_speculative_counters_are_read_as_vllms_are() -> None:
+    """The names of llama-server's /metrics (tools/server/server-task.cpp), as a scrape
+    reads them: the same readings vLLM's counters give."""
+    from inferx_core.telemetry.speculative import spec_decode_values
+    from inferx_llamacpp import plugin
+
+    names = plugin.inferx_engine_metrics(server=ServerConfig(engine="llamacpp", model="/m.gguf"))
+    values = spec_decode_values(LLAMA_METRICS, names)
+    assert values["engine.spec_decode_drafts_total"] == 10
+    assert values["engine.spec_decode_draft_tokens_total"] == 30
+    assert values["engine.spec_decode_accepted_tokens_total"] == 12
+    assert [values[f"engine.spec_decode_accepted_pos{i}_total"] for i in range(3)] == [7, 4, 1]

@@ -255,6 +255,12 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
         requests_waiting="llamacpp:requests_deferred",
         prefix_cache_hits="llamacpp:prompt_tokens_cached_total",
         prefix_cache_misses="llamacpp:prompt_tokens_total",
+        # speculative decoding (tools/server/server-task.cpp): counters of verification
+        # steps, draft tokens, accepted tokens and accepted tokens per draft position
+        spec_decode_drafts="llamacpp:spec_decode_num_drafts_total",
+        spec_decode_draft_tokens="llamacpp:spec_decode_num_draft_tokens_total",
+        spec_decode_accepted_tokens="llamacpp:spec_decode_num_accepted_tokens_total",
+        spec_decode_accepted_per_position="llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
         extra={
             "prompt_tokens_total": "llamacpp:prompt_tokens_total",
             "generation_tokens_total": "llamacpp:tokens_predicted_total",

@@ -298,8 +298,8 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
     _print_plain(console, [note, *comparison.layer_lines])  # and the layer of the TTFT that moved
     for label, ids in (("A", comparison.unmatched_a), ("B", comparison.unmatched_b)):
         if ids:
-            shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-            console.print(f"unmatched in {label}: {shown}", markup=False, highlight=False)
+            listed = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+            console.print(f"unmatched in {label}: {listed}", markup=False, highlight=False)
     for line in comparison.regressions:
         console.print(f"[red]worse[/]: {escape(line)}", highlight=False)
 

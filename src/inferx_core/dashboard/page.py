@@ -105,7 +105,7 @@ def _script_text(text: str) -> str:
 #: ``<!--`` followed by ``<script`` makes the parser swallow the rest of the page), ``>``
 #: and ``&`` for good measure, and the two line separators old JS parsers took for line ends.
 #: They can only occur inside JSON strings, where the ``\\uXXXX`` form means the same.
-_SCRIPT_UNSAFE = {c: f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"}
+_SCRIPT_UNSAFE: dict[str, str | int | None] = {c: f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"}
 
 
 def script_json(value: Any) -> str:

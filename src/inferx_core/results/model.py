@@ -34,7 +34,7 @@ data and none has to remember to mask it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     BaseModel,
@@ -68,7 +68,7 @@ from inferx_core.results.flat import (
 from inferx_core.sdk.redact import may_hold_secrets, redact_fields
 from inferx_core.telemetry.model import TelemetrySection
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION: Final = 2  # Final: typed Literal[2], the result's schema_version
 Status = Literal["ok", "invalid", "failed", "interrupted"]
 Mode = Literal["closed", "open"]
 

@@ -110,9 +110,9 @@ def telemetry_fields(
     *,
     start_ns: int,
     end_ns: int,
-    output_tokens: int,
-    total_tokens: int,
-    requests: int,
+    output_tokens: int | None,
+    total_tokens: int | None,
+    requests: int | None,
 ) -> dict[str, Any]:
     """Result fields for the window [start_ns, end_ns]; nothing invented."""
     rows = recorder.merged()

@@ -104,8 +104,8 @@ def spec_decode_values(text: str, names: EngineMetricsMap) -> dict[str, float | 
             pos = labels.get("position")
             if pos is not None and pos.isdigit():
                 by_position[int(pos)] = by_position.get(int(pos), 0.0) + value
-        for pos, value in sorted(by_position.items()):
-            values[_PREFIX + _POSITION.format(pos)] = value
+        for k, value in sorted(by_position.items()):
+            values[_PREFIX + _POSITION.format(k)] = value
     if gauge:
         found = _lookup(families, gauge)
         # several DP ranks: their mean (each rank's mean length over its own steps)
@@ -132,7 +132,7 @@ def _from_gauge(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | No
     gauge = metrics.get(GAUGE_KEY) or {}
     if not gauge.get("samples"):
         return None
-    window = {
+    window: dict[str, Any] = {
         "source": "accept_length_gauge",
         "acceptance_rate": None,
         "mean_acceptance_length": gauge.get("mean"),

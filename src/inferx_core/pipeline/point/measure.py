@@ -112,13 +112,14 @@ def _point_telemetry(
     if plan is None:
         return None
     counts = metrics.counts
+    ins, outs = counts.total_input_tokens, counts.total_output_tokens
     fields = telemetry_fields(
         recorder,
         plan,
         start_ns=result.window_start_ns,
         end_ns=result.window_end_ns,
-        output_tokens=counts.total_output_tokens,
-        total_tokens=counts.total_input_tokens + counts.total_output_tokens,
+        output_tokens=outs,
+        total_tokens=ins + outs if ins is not None and outs is not None else None,
         requests=counts.completed,
     )
     return TelemetrySection.from_flat(fields)
@@ -256,7 +257,7 @@ def _decide(
     failure_details: FailureDetails | None,
 ) -> PointResultBase:
     """The point's status and reason; a failure's real cause comes from ``failure_details``."""
-    completed = measured.metrics.counts.completed
+    completed = measured.metrics.counts.completed or 0  # None: nothing was counted
     status, reason = point_status(drive.interrupted, drive.abort_reason, completed)
     if status == "interrupted" and interrupted_by():
         reason = f"interrupted by {interrupted_by()}"
@@ -374,7 +375,7 @@ def _finish(
 def arrival_label(load: LoadProfile) -> str:
     """The arrival process as the result says it (``poisson``, ``gamma(burstiness=0.5)``,
     ``linear ramp from 1 req/s``...)."""
-    shape = load.arrival
+    shape: str = load.arrival
     if load.arrival == "poisson" and load.burstiness != 1.0:
         shape = f"gamma(burstiness={load.burstiness:g})"
     if load.ramp is not None:

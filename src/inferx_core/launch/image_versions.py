@@ -14,6 +14,7 @@ An image without ``python3`` gets versions ``None`` with the reason.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -54,7 +55,7 @@ if spec and spec.submodule_search_locations:
 binary = shutil.which("llama-server")
 if binary:
     done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
-    hit = re.search(r"version: (\\S+ \\([0-9a-f]+\\))", done.stdout + done.stderr)
+    hit = re.search(r"version: ([^\\n]+)", done.stdout + done.stderr)
     out["llama-server"] = hit.group(1) if hit else None
 print(json.dumps(out))
 """
@@ -63,6 +64,13 @@ print(json.dumps(out))
 def versions_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "inferx" / "images" / "versions"
+
+
+def cache_file(image_id: str) -> Path:
+    """Where the versions of image ``image_id`` are kept; the probe's own hash is in the
+    name, so a changed probe asks every image again."""
+    probe = hashlib.sha256((_PROBE + " ".join(PACKAGES)).encode()).hexdigest()[:8]
+    return versions_cache_dir() / f"{image_id.replace(':', '-')}-{probe}.json"
 
 
 def probe_image(image: str) -> dict[str, Any]:
@@ -82,7 +90,7 @@ def image_versions(image: str) -> dict[str, Any]:
     if info is None:
         return {"image": image, "id": None, "versions": None, "reason": "image not here"}
     image_id = str(info["Id"])
-    cached = versions_cache_dir() / f"{image_id.replace(':', '-')}.json"
+    cached = cache_file(image_id)
     if cached.is_file():
         return {**json.loads(cached.read_text()), "image": image}
     found = {"image": image, "id": image_id, **probe_image(image)}

@@ -12,7 +12,7 @@ from docker_support import install_fake_docker
 
 from inferx_core.cli.run import plan
 from inferx_core.config.models import RunConfig
-from inferx_core.launch.image_versions import version_in_image
+from inferx_core.launch.image_versions import cache_file, version_in_image
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import load_platform
 
@@ -38,10 +38,10 @@ def jit_cache_reason() -> str:
 def _image_here(tmp_path: Path, nccl: str) -> None:
     (tmp_path / "up").write_text("")
     (tmp_path / "image.json").write_text(json.dumps([{"Id": "sha256:abc123", "Config": {}}]))
-    cache = tmp_path / "cache" / "inferx" / "images" / "versions"
-    cache.mkdir(parents=True)
+    cached = cache_file("sha256:abc123")  # under tmp_path (XDG_CACHE_HOME): as if probed
+    cached.parent.mkdir(parents=True)
     found = {"id": "sha256:abc123", "versions": {"vllm": "0.8.5", "nvidia-nccl-cu12": nccl}}
-    (cache / "sha256-abc123.json").write_text(json.dumps(found))
+    cached.write_text(json.dumps(found))
 
 
 def test_the_image_s_own_nccl_beats_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
     from yaml.reader import Reader
     from yaml.scanner import Scanner
 
-    class _Parser(Reader, Scanner, Parser):  # type: ignore[no-redef]
+    class _Parser(Reader, Scanner, Parser):  # type: ignore[no-redef]  # the pure-Python one
         def __init__(self, text: str) -> None:
             Reader.__init__(self, text)
             Scanner.__init__(self)

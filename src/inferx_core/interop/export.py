@@ -215,8 +215,8 @@ class PointExporter:
         return self.options.output
 
     def __call__(self, outcome: object) -> None:
-        result: PointResultBase = outcome.result  # type: ignore[attr-defined]
-        records: list[RequestRecord] = list(outcome.records)  # type: ignore[attr-defined]
+        result: PointResultBase = outcome.result  # type: ignore[attr-defined]  # a PointOutcome
+        records: list[RequestRecord] = list(outcome.records)  # type: ignore[attr-defined]  # its records
         folder = self.folder_for(getattr(outcome, "path", None))
         done = self.done.setdefault(folder, [])
         done.append((result, records))

@@ -54,9 +54,9 @@ class ReasoningMetrics:
 
 def _reasoning_tokens(rec: RequestRecord) -> tuple[int, ReasoningSource]:
     if is_token_count(rec.usage_reasoning_tokens):
-        return rec.usage_reasoning_tokens, "usage"  # type: ignore[return-value]
+        return rec.usage_reasoning_tokens, "usage"
     if is_token_count(rec.chunk_reasoning_tokens) and valid_chunk_tokens(rec) is not None:
-        return rec.chunk_reasoning_tokens, "chunk_tokens"  # type: ignore[return-value]
+        return rec.chunk_reasoning_tokens, "chunk_tokens"
     return rec.reasoning_chunks, "chunk_count"
 
 

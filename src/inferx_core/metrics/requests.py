@@ -51,7 +51,7 @@ def _output_tokens(rec: RequestRecord) -> tuple[int, OutputTokenSource]:
     # "usage" (a record read back from a file, built by hand) never reaches a
     # throughput; the stream decoder already failed such a request.
     if is_token_count(rec.usage_output_tokens):
-        return rec.usage_output_tokens, "usage"  # type: ignore[return-value]
+        return rec.usage_output_tokens, "usage"
     ct = valid_chunk_tokens(rec)
     if ct is not None:
         return sum(ct), "chunk_tokens"

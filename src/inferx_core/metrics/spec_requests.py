@@ -73,7 +73,7 @@ def _drafts(rows: list[tuple[RequestRecord, int, int]]) -> int | None:
     each = [(rec.server_figures or {}).get("spec_drafts") for rec, _, _ in rows]
     if not each or not all(type(d) is int for d in each):
         return None
-    return sum(each)  # type: ignore[arg-type]
+    return sum(each)  # type: ignore[arg-type]  # all ints: checked above
 
 
 def _agreement(pooled: float | None, window: Mapping[str, Any] | None) -> dict[str, Any]:

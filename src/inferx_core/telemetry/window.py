@@ -27,7 +27,7 @@ def _finite(value: Any) -> bool:
 def window_values(rows: Iterable[Row], key: str, start_ns: int, end_ns: int) -> list[float]:
     """The finite readings of ``key`` inside the window."""
     return [
-        float(values[key])  # type: ignore[arg-type]
+        float(values[key])  # type: ignore[arg-type]  # _finite checked it
         for t_ns, values in rows
         if start_ns <= t_ns <= end_ns and _finite(values.get(key))
     ]
@@ -49,7 +49,7 @@ def counter_increase(rows: Iterable[Row], key: str, start_ns: int, end_ns: int) 
     None unless the readings reach into the window from both sides, or when the
     increase is not a finite number.
     """
-    readings = [(t_ns, float(v[key])) for t_ns, v in rows if _finite(v.get(key))]  # type: ignore[arg-type]
+    readings = [(t_ns, float(v[key])) for t_ns, v in rows if _finite(v.get(key))]  # type: ignore[arg-type]  # finite
     points = _reset_adjusted(sorted(readings, key=lambda point: point[0]))
     if len(points) < 2 or points[0][0] >= end_ns or points[-1][0] <= start_ns:
         return None  # every reading on one side of the window: nothing measured inside

@@ -100,7 +100,7 @@ def _typed_decoder(kept: tuple[str, ...] = ()) -> Callable[[bytes], Any] | None:
     )
     chunk = msgspec.defstruct(
         "Chunk",
-        [("choices", list[choice] | None, None)]  # type: ignore[valid-type]
+        [("choices", list[choice] | None, None)]  # type: ignore[valid-type]  # a runtime struct
         + [(f, Any, None) for f in dict.fromkeys(_CHUNK_FIELDS + kept)],
         gc=False,
     )

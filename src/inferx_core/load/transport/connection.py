@@ -100,7 +100,7 @@ class Connection(asyncio.BufferedProtocol, ChunkedBody):
     # -- asyncio.Protocol ----------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport  # type: ignore[assignment]  # a TCP transport here
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._rbuf

@@ -12,7 +12,7 @@ from __future__ import annotations
 try:
     import resource
 except ImportError:  # not POSIX
-    resource = None  # type: ignore[assignment]
+    resource = None  # type: ignore[assignment]  # not POSIX: no resource module
 
 from inferx_core.errors import UserFacingError
 

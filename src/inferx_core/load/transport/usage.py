@@ -21,15 +21,16 @@ per-chunk limit, which is a validity setting).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from inferx_core.load.records.request import RequestRecord
 
 __all__ = ["is_token_count", "usage_disagreement", "usage_value_problem"]
 
 
-def is_token_count(value: Any) -> bool:
-    """True for a non-negative int (a bool is not a count, though Python calls it an int)."""
+def is_token_count(value: Any) -> TypeGuard[int]:
+    """True for a non-negative int (a bool is not a count, though Python calls it an int).
+    A TypeGuard: after ``if is_token_count(x)`` a type checker knows ``x`` is an int."""
     return type(value) is int and value >= 0
 
 

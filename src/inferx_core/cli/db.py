@@ -80,7 +80,7 @@ def filters_from_args(args: argparse.Namespace) -> Any:
     except ValueError as exc:
         raise UserFacingError(f"--isl/--osl take whole numbers: {exc}") from None
     # the names are Filters' fields (_FILTERS, isl/osl): a dict of them is not typed per field
-    return Filters(**given, **lengths, since=args.since, until=args.until)  # type: ignore[arg-type]
+    return Filters(**given, **lengths, since=args.since, until=args.until)  # type: ignore[arg-type]  # see above
 
 
 def _open(args: argparse.Namespace) -> Any:

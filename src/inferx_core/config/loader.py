@@ -132,10 +132,10 @@ def parse_config_text(
     except ValidationError as exc:
         raise ConfigError(path, format_validation_error(exc, model, positions)) from None
     try:
-        _check_ids(config)  # type: ignore[arg-type]
+        _check_ids(config)  # type: ignore[arg-type]  # one of the three config models
     except PointIdError as exc:  # ids name files: one too long is this file's to fix
         raise ConfigError(path, [str(exc)]) from None
-    return config  # type: ignore[return-value]
+    return config  # type: ignore[return-value]  # one of the three config models
 
 
 def _check_ids(config: RunConfig | SweepConfig | BenchConfig) -> None:

@@ -75,7 +75,7 @@ def plot_history(rows: Sequence[dict[str, Any]], metric: str, output: Path) -> P
         xs = [dt.datetime.fromisoformat(r["date"]) for r in mine]
         ys = [r["value"] for r in mine]
         # matplotlib plots datetimes through its date units; its stubs name numbers only
-        ax.plot(xs, ys, marker="o", label=pid)  # type: ignore[arg-type]
+        ax.plot(xs, ys, marker="o", label=pid)  # type: ignore[arg-type]  # dates: see above
         for x, y, r in zip(xs, ys, mine, strict=True):
             ax.annotate(
                 str(r["engine_version"] or "?"),

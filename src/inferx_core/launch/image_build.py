@@ -95,7 +95,7 @@ def run_logged(argv: list[str], folder: Path, what: str, **kwargs: object) -> No
         try:
             done = subprocess.run(
                 argv, stdout=out, stderr=subprocess.STDOUT, env=docker_env(), check=False, **kwargs
-            )  # type: ignore[call-overload]
+            )  # type: ignore[call-overload]  # **kwargs: run's keywords, untyped here
         except FileNotFoundError as exc:
             raise DockerUnavailable(f"{what}: {argv[0]} is not installed ({exc})") from None
     if done.returncode != 0:

@@ -76,6 +76,10 @@ def _audit(capsys: pytest.CaptureFixture[str], path: Path) -> dict:
     return json.loads(capsys.readouterr().out)["audits"][0]
 
 
+def _failing(audit: dict) -> list[str]:
+    return [f"{c['name']}: {c['why']}" for c in audit["validity"]["checks"] if not c["passed"]]
+
+
 def _inferx_bench(url: str, out: Path, *, c: int, n: int, osl: int) -> dict:
     argv = ["bench", "--base-url", url, "--api", "chat", "--isl", "32", "--osl", str(osl)]
     argv += ["--concurrency", str(c), "--num-prompts", str(n), "--output", str(out)]
@@ -84,17 +88,32 @@ def _inferx_bench(url: str, out: Path, *, c: int, n: int, osl: int) -> dict:
     return json.loads(path.read_text())
 
 
+#: Tries at a clean AIPerf run: on two cores shared with other work, AIPerf's own workers
+#: sometimes fall behind even at concurrency 2, and the audit rightly says so.
+CLEAN_TRIES = 3
+
+
+def _clean_aiperf_run(aiperf: Path, url: str, root: Path, tokenizer: Path, capsys) -> Path:
+    """The first of CLEAN_TRIES runs the audit finds trustworthy; a run it rejects must be
+    rejected for a starved client only (never its usage, counts or load)."""
+    rejected = []
+    for attempt in range(CLEAN_TRIES):
+        run = _aiperf(aiperf, url, root / f"aiperf-{attempt}", tokenizer, c=2, n=30, osl=16)
+        audit = _audit(capsys, run)
+        if audit["trustworthy"]:
+            return run
+        assert {d["rule"] for d in audit["diagnosis"]} <= {"starved_client", "thin_percentiles"}
+        rejected.append(_failing(audit))
+    raise AssertionError(f"no clean AIPerf run in {CLEAN_TRIES}: {rejected}")
+
+
 def test_aiperf_clean_run_passes_and_agrees_with_inferx(
     aiperf_bin: Path, tokenizer: Path, tmp_path: Path, capsys
 ) -> None:
     with ServerProcess(ttft_ms=50, itl_ms=40) as server:
-        run = _aiperf(
-            aiperf_bin, server.base_url, tmp_path / "aiperf", tokenizer, c=2, n=30, osl=16
-        )
         ours = _inferx_bench(server.base_url, tmp_path / "inferx", c=2, n=30, osl=16)
-    capsys.readouterr()
-    audit = _audit(capsys, run)
-    assert audit["trustworthy"], audit["validity"]
+        capsys.readouterr()
+        run = _clean_aiperf_run(aiperf_bin, server.base_url, tmp_path, tokenizer, capsys)
     out = tmp_path / "imported"
     assert main(["import", str(run / "profile_export_aiperf.json"), "--output", str(out)]) == 0
     (path,) = out.glob("*.json")
@@ -133,5 +152,5 @@ def test_guidellm_clean_run_passes(
         done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     audit = _audit(capsys, tmp_path / "benchmarks.json")
-    assert audit["tool"] == "GuideLLM" and audit["trustworthy"], audit["validity"]
+    assert audit["tool"] == "GuideLLM" and audit["trustworthy"], _failing(audit)
     assert "chunk_coalescing" in audit["not_judged"]

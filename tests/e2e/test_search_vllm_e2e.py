@@ -20,8 +20,7 @@ import pytest
 from inferx_core.config.models import RunConfig
 from inferx_core.config.search import SearchConfig
 from inferx_core.demo.run import demo_config
-from inferx_core.metrics.requests import request_metrics
-from inferx_core.metrics.search_verdict import judge_run
+from inferx_core.metrics.search_judge import Level, judge_point
 from inferx_core.pipeline.server.run import run_configs
 from inferx_core.results.read import load_results, read_request_records
 
@@ -53,17 +52,18 @@ def _config(engine_python: Path, root: Path, out: str, **more: Any) -> RunConfig
 
 
 def _scores(folder: Path, search: SearchConfig) -> dict[int, float | None]:
-    """Each point's score, judged from its result and request sidecar as any reader would."""
+    """Each point's score, judged from its result and request sidecar as any reader would
+    (the one verdict of the search, the report and imports)."""
     loaded = load_results([folder])
     scores = {}
     for result in loaded.results:
-        path = loaded.paths[result.point_id]
-        records = [r for r in read_request_records(path) or [] if not r.warmup]
-        verdict = judge_run(
-            result.status, result.failure_reason, result.flat(),
-            [request_metrics(r) for r in records], search, result.point_id,
+        records = read_request_records(loaded.paths[result.point_id])
+        level = int(result.identity.concurrency or 0)
+        verdict = judge_point(
+            result.status, result.failure_reason, result.flat(), records, search.target,
+            point_id=result.point_id, level=Level("concurrency", level),
         )  # fmt: skip
-        scores[int(result.identity.concurrency or 0)] = verdict.score
+        scores[level] = verdict.score
     return scores
 
 

@@ -179,3 +179,19 @@ def test_the_per_request_file_alone_is_refused_with_the_fix(tmp_path: Path, caps
     assert main(["import", str(jsonl), "--output", str(tmp_path)]) == 2
     assert "give profile_export_aiperf.json" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_a_broken_file_stops_the_import_before_anything_is_written(tmp_path: Path, capsys) -> None:
+    broken = _copy(AIPERF_SERVER_TOKENS, tmp_path / "broken")
+    rows = _jsonl(broken / "profile_export.jsonl")
+    del rows[2]["metadata"]["request_start_ns"]
+    _write_jsonl(broken / "profile_export.jsonl", rows)
+    out = tmp_path / "out"
+    files = [str(AIPERF_OWN_TOKENIZER / "profile_export_aiperf.json")]
+    files.append(str(broken / "profile_export_aiperf.json"))
+    assert main(["import", *files, "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "profile_export.jsonl: request 3: the field 'request_start_ns' is missing" in err
+    assert not out.exists()
+    code, report = _audit(capsys, broken)
+    assert code == 1 and "request 3" in report["errors"][0]["why"]

@@ -98,11 +98,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from inferx_core.errors import UserFacingError
     from inferx_core.interop.import_write import write_imported
-    from inferx_core.interop.importers import imported_points, read_import
+    from inferx_core.interop.importers import import_points
 
     output = Path(args.output)
-    written = 0
-    taken: set[str] = set()
+    read = []  # every file read whole first: a bad one stops the import before any write
     for name in args.files:
         path = Path(name)
         if not path.is_file():
@@ -110,22 +109,30 @@ def cmd_import(args: argparse.Namespace) -> int:
                 f"{path}: no such file (give AIPerf, GuideLLM, vLLM, inference-perf or "
                 "InferenceX JSON files)"
             )
-        for result, records in imported_points(read_import(path), path):
+        read.append((path, import_points(path)))
+    written = 0
+    taken: set[str] = set()
+    for path, points in read:
+        for result, records in points:
             target = write_imported(output, result, records, taken)
-            imported = result.provenance.imported_from
-            tool = f"{imported.tool} {imported.version or ''}".strip() if imported else "?"
-            status = (
-                result.status
-                if result.validity is None
-                else ("valid" if result.validity.valid else f"NOT valid ({result.status})")
-            )
-            print(f"imported {path} ({tool}, {status}) -> {target}")
+            print(f"imported {path} ({_tool(result)}, {_verdict(result)}) -> {target}")
             written += 1
     print(
         f"{written} result(s) in {output}/: `inferx report {output}` shows them, "
         "`inferx audit` the verdicts"
     )
     return 0
+
+
+def _tool(result: Any) -> str:
+    imported = result.provenance.imported_from
+    return f"{imported.tool} {imported.version or ''}".strip() if imported else "?"
+
+
+def _verdict(result: Any) -> str:
+    if result.validity is None:
+        return result.status
+    return "valid" if result.validity.valid else f"NOT valid ({result.status})"
 
 
 def register_command(sub: Any) -> None:

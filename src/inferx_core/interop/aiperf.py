@@ -110,7 +110,16 @@ def _rows(path: Path) -> Iterator[Mapping[str, Any]]:
 
 def aiperf_records(path: Path, max_tokens: int = 0) -> list[RequestRecord]:
     """Every request of an AIPerf ``profile_export.jsonl`` as a record."""
-    return [_record(i, row, max_tokens) for i, row in enumerate(_rows(path))]
+    records = []
+    for i, row in enumerate(_rows(path)):
+        try:
+            records.append(_record(i, row, max_tokens))
+        except (KeyError, TypeError, ValueError) as exc:
+            what = f"the field {exc} is missing" if isinstance(exc, KeyError) else str(exc)
+            raise UserFacingError(
+                f"{path}: request {i + 1}: {what} (edited or truncated?)"
+            ) from None
+    return records
 
 
 def _phase(data: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from inferx_core.errors import UserFacingError
 from inferx_core.interop.diagnosis import Finding, diagnose
-from inferx_core.interop.importers import import_data, read_import, sniff
+from inferx_core.interop.importers import import_data, malformed, read_import, sniff
 from inferx_core.results.model import PointResultBase, parse_result
 
 __all__ = ["Audit", "AuditReport", "audit_paths", "audit_result"]
@@ -121,7 +121,7 @@ def audit_paths(paths: Iterable[Path | str]) -> AuditReport:
             report.errors.append((str(path), str(exc)))
             continue
         except (ValueError, KeyError, TypeError) as exc:
-            report.errors.append((str(path), f"cannot read: {exc}"))
+            report.errors.append((str(path), malformed(path, exc)))
             continue
         if found is None:
             report.ignored.append(str(path))

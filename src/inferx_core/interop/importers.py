@@ -359,6 +359,24 @@ def read_import(path: Path) -> Any:
         raise UserFacingError(f"{path}: not a usable JSON file: {exc}") from None
 
 
+def malformed(path: Path, exc: Exception) -> str:
+    """Why a file that looks like a tool's could not be read (a field missing or of the
+    wrong type: edited, truncated, or another version's format)."""
+    if isinstance(exc, KeyError):
+        return f"{path}: cannot import: the field {exc} is missing (edited or truncated?)"
+    return f"{path}: cannot import: {exc} (edited, truncated or another version's format?)"
+
+
+def import_points(path: Path) -> list[Imported]:
+    """Every result of one file with its records, read whole before anything is written;
+    a file that cannot be read is a user error naming it."""
+    data = read_import(path)
+    try:
+        return list(imported_points(data, path))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserFacingError(malformed(path, exc)) from None
+
+
 def import_file(path: Path) -> Iterator[PointResultBase]:
     """Every result in one file of a tool InferX reads; a file of none is a user error."""
     return import_data(read_import(path), path)

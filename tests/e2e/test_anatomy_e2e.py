@@ -1,0 +1,124 @@
+"""The engine's own clock beside the client's, on the real engines (issue 41).
+
+vLLM's CPU build (launched with --enable-per-request-metrics and
+--enable-request-id-headers by default) and llama-server, each at concurrency
+1 and at a saturating concurrency (8 requests on 2 batch slots, so requests
+queue): the anatomy's parts sum to the client's TTFT request by request (the
+rest is never below the tolerance), the queue's share grows with the load,
+and every record carries the ids to join with the server's log. The measured
+client overhead (the rest at concurrency 1: median and p99) is printed (`-s`).
+
+Slow (a vLLM start, a llama-server start). `make test` sets
+INFERX_REQUIRE_ENGINE=1, so a missing engine fails instead of skipping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inferx_core.demo.run import demo_config
+from inferx_core.metrics.anatomy import REST_TOLERANCE_MS
+from inferx_core.pipeline.server.run import run_configs
+from inferx_core.results.files import read_result
+from inferx_core.results.model import PointResultBase
+
+pytestmark = pytest.mark.engine
+
+N = 16
+SLOTS = 2  # batch slots: at concurrency 8, requests wait for one
+
+
+def _run(root: Path, engine: str, **extra: Any) -> list[tuple[PointResultBase, list[dict]]]:
+    config = demo_config(
+        output_dir=root / "results", engine=engine, concurrency=[1, 8], isl=64, osl=16,
+        num_prompts=N, model_dir=root / "model", **extra,
+    )  # fmt: skip
+    config = config.model_copy(update={"max_num_seqs": SLOTS})
+    summary = run_configs([config], progress=False)
+    # Every request completed; a point the validity checks mark invalid on a loaded
+    # machine (chunks read together: coalescing) still has its anatomy to check.
+    for o in summary.outcomes:
+        assert o.result.status in ("ok", "invalid"), o.result.failure_reason
+        assert o.result.load is not None and o.result.load.completed == N, o.result.failure_reason
+    out = []
+    for outcome in summary.outcomes:
+        sidecar = outcome.path.with_name(outcome.point_id + ".requests.jsonl")
+        rows = [json.loads(line) for line in sidecar.read_text().splitlines()]
+        out.append((read_result(outcome.path), [r for r in rows if not r["warmup"]]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def vllm_points(engine_python: Path, tmp_path_factory: pytest.TempPathFactory):
+    return _run(tmp_path_factory.mktemp("anatomy-vllm"), "vllm", engine_python=str(engine_python))
+
+
+@pytest.fixture(scope="module")
+def llamacpp_points(tmp_path_factory: pytest.TempPathFactory):
+    from inferx_llamacpp.engine_paths import find_binary
+
+    if find_binary() is None:
+        why = "llama-server not built: run `make llama-server`"
+        if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    return _run(tmp_path_factory.mktemp("anatomy-llamacpp"), "llamacpp")
+
+
+def _report(engine: str, points: list[tuple[PointResultBase, list[dict]]]) -> None:
+    for result, _ in points:
+        an = result.anatomy
+        assert an is not None
+        rest = an.rest_ms
+        print(  # the client's own overhead against the engine's clock
+            f"\n{engine} c{result.identity.concurrency}: client TTFT median "
+            f"{an.client_ttft_ms.median:.2f} ms = queue "
+            f"{an.server_queue_ms.median if an.server_queue_ms else 0:.2f} + server TTFT "
+            f"{an.server_ttft_ms.median:.2f} + rest {rest.median:.2f} (rest p99 "
+            f"{rest.percentiles['p99']:.2f}; queue share {an.queue_share}, rest share "
+            f"{an.rest_share:.3f})"
+        )
+
+
+def _parts_sum(points: list[tuple[PointResultBase, list[dict]]], engine: str) -> None:
+    for result, rows in points:
+        an = result.anatomy
+        assert an is not None and an.engine == engine
+        assert an.requests == N and an.inconsistent == 0
+        for row in rows:
+            fig = row["server_figures"]
+            client = (row["chunk_ns"][0] - row["send_ns"]) / 1e6
+            rest = client - (fig["queue_ms"] or 0.0) - fig["ttft_ms"]
+            assert -REST_TOLERANCE_MS <= rest <= client, (row["client_request_id"], fig, client)
+            assert row["response_id"] and row["client_request_id"].startswith("inferx-")
+
+
+def test_vllm_parts_sum_to_the_client_ttft_and_the_queue_grows(vllm_points) -> None:
+    _report("vllm", vllm_points)
+    _parts_sum(vllm_points, "vllm")
+    (c1, rows1), (c8, _) = vllm_points
+    assert c1.anatomy is not None and c8.anatomy is not None
+    assert c8.anatomy.queue_share is not None and c1.anatomy.queue_share is not None
+    assert c8.anatomy.queue_share > c1.anatomy.queue_share  # 8 requests on 2 slots queue
+    for row in rows1:  # vLLM took our id as its own and echoed it
+        assert row["server_request_id"] == row["client_request_id"]
+        assert row["client_request_id"] in row["response_id"]
+    for result, _ in vllm_points:
+        assert result.validity is not None
+        assert any(c.name == "client_rest" for c in result.validity.checks)
+        assert "--enable-per-request-metrics" in result.provenance.launch["spec"]["argv"]
+
+
+def test_llamacpp_parts_sum_to_the_client_ttft(llamacpp_points) -> None:
+    _report("llama.cpp", llamacpp_points)
+    _parts_sum(llamacpp_points, "llama.cpp")
+    (c1, _), (c8, _) = llamacpp_points
+    assert c1.anatomy is not None and c8.anatomy is not None
+    assert c8.anatomy.rest_includes_queue  # llama-server reports no queue time
+    # the slot wait is in the rest: it grows with the load
+    assert c8.anatomy.rest_ms.median > c1.anatomy.rest_ms.median

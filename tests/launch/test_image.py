@@ -51,14 +51,14 @@ def test_the_cli_prints_one_line_not_a_traceback(fake_docker: Path) -> None:
     assert "no Docker daemon answers" in done.stderr
 
 
-def _recipe(made: list[str], **inputs: str) -> ImageRecipe:
+def _recipe(made: list[str], inputs: dict[str, str]) -> ImageRecipe:
     return ImageRecipe("inferx/t:1", inputs, lambda folder, digest: made.append(digest))
 
 
 def test_a_build_with_the_inputs_of_the_image_here_is_a_no_op(fake_docker: Path) -> None:
     (fake_docker / "up").write_text("")
     made: list[str] = []
-    recipe = _recipe(made, wheels="a.whl:10")
+    recipe = _recipe(made, {"wheels": "a.whl:10"})
     labels = {image.INPUTS_LABEL: recipe.digest}
     (fake_docker / "image.json").write_text(
         json.dumps([{"Id": "sha256:1", "Config": {"Labels": labels}}])
@@ -67,15 +67,15 @@ def test_a_build_with_the_inputs_of_the_image_here_is_a_no_op(fake_docker: Path)
     assert outcome.cached and outcome.image_id == "sha256:1" and made == []
     # other inputs: built (the fake leaves the old label, so the check after the build fails)
     with pytest.raises(DockerUnavailable, match="left no image with its label"):
-        build_image(_recipe(made, wheels="b.whl:10"))
+        build_image(_recipe(made, {"wheels": "b.whl:10"}))
     assert len(made) == 1
 
 
 @given(st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=4))
 def test_the_digest_is_a_function_of_the_inputs_alone(inputs: dict[str, str]) -> None:
-    one, two = _recipe([], **inputs), _recipe([], **dict(reversed(list(inputs.items()))))
+    one, two = _recipe([], inputs), _recipe([], dict(reversed(list(inputs.items()))))
     assert one.digest == two.digest and len(one.digest) == 20
-    assert one.digest != _recipe([], **inputs, extra="x").digest
+    assert one.digest != _recipe([], {**inputs, "extra\0": "x"}).digest
 
 
 def test_a_failed_step_is_one_line_naming_its_log(tmp_path: Path) -> None:

@@ -169,7 +169,10 @@ def image_view(image: str) -> dict[str, Any]:
     problem = daemon_problem()
     if problem:
         return {"image": image, "id": None, "versions": None, "reason": problem}
-    return image_versions(image)
+    try:
+        return image_versions(image)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:  # a hung or odd daemon
+        return {"image": image, "id": None, "versions": None, "reason": f"docker: {exc}"}
 
 
 class DockerLauncher:

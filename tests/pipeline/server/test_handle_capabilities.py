@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from inferx_core.pipeline.server.lifecycle import LaunchedServer
+from inferx_core.pipeline.server.lifecycle import RunningServer
 from inferx_core.sdk.launcher import (
     HasEngineUrls,
     HasPid,
@@ -61,9 +61,9 @@ def test_a_plain_handle_has_none_of_the_optional_capabilities() -> None:
     for capability in (HasPid, KillsNow, NamesExitedProcess, HasEngineUrls, HasRouterMetrics):
         assert not isinstance(plain, capability)
     server = SimpleNamespace(handle=plain)
-    LaunchedServer.kill_now(server)  # only .handle is read
+    RunningServer.kill_now(server)  # only .handle is read
     assert plain.stops == [0.0]
-    assert LaunchedServer.who_exited(server) == "engine"
+    assert RunningServer.who_exited(server) == "engine"
 
 
 def test_a_deployment_handle_is_asked_through_its_protocols() -> None:
@@ -71,6 +71,6 @@ def test_a_deployment_handle_is_asked_through_its_protocols() -> None:
     assert isinstance(handle, KillsNow) and isinstance(handle, NamesExitedProcess)
     assert isinstance(handle, HasEngineUrls) and isinstance(handle, HasRouterMetrics)
     server = SimpleNamespace(handle=handle)
-    LaunchedServer.kill_now(server)
+    RunningServer.kill_now(server)
     assert handle.killed and handle.stops == []
-    assert LaunchedServer.who_exited(server) == "role decode (decode-1 on node0)"
+    assert RunningServer.who_exited(server) == "role decode (decode-1 on node0)"

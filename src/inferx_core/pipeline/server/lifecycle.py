@@ -59,7 +59,7 @@ from inferx_core.sdk.redact import redact
 from inferx_core.sdk.registries import engine_registry
 from inferx_core.telemetry.session import build_plan
 
-__all__ = ["LOG_TAIL_LINES", "LaunchedServer", "RunSummary"]
+__all__ = ["LOG_TAIL_LINES", "LaunchedServer", "RunSummary", "RunningServer"]
 
 log = get_logger("inferx.runner")
 LOG_TAIL_LINES = 60
@@ -83,7 +83,10 @@ class RunSummary:
 
 
 class LaunchedServer:
-    """One server's life: start, readiness, each load point, stop; failures become results."""
+    """One server's life before its start: the plan, where its points go, the launch.
+
+    :meth:`run` starts the engine and hands the started server (its handle) to a
+    :class:`RunningServer`, so no step after the start asks whether it started."""
 
     def __init__(
         self,
@@ -103,9 +106,6 @@ class LaunchedServer:
         self.summary = summary
         self.on_point = on_point
         self.context = launch_context(plan, platform)
-        self.handle: ServerHandle | None = None
-        self.counter: Any = None
-        self.stopped = False
 
     def source(self, point: LoadPoint, pid: str) -> PointSource:
         return PointSource(pid, point, server_id=self.plan.server_id, context=self.context)
@@ -120,11 +120,8 @@ class LaunchedServer:
             result = never_ran_result(self.source(point, pid), reason, **more)
             self.record(PointOutcome(pid, result, path=write_result(self.output_dir, result)))
 
-    def log_tail(self) -> Any:
-        assert self.handle is not None
-        return self.handle.log_tail(LOG_TAIL_LINES)
-
-    def start(self, todo: list[tuple[LoadPoint, str]]) -> bool:
+    def start(self, todo: list[tuple[LoadPoint, str]]) -> ServerHandle | None:
+        """Preflight and launch; None when the engine could not start (its points failed)."""
         spec = self.plan.resolved.spec
         sid = self.plan.server_id
         try:
@@ -134,16 +131,55 @@ class LaunchedServer:
                 build_plan(self.pm, self.platform, list(spec.gpu_ids)).make_samplers,
             )
             log.info("launching", server=sid, argv=list(spec.argv), env=redact(dict(spec.env)))
-            self.handle = self.plan.launcher.start(spec, self.plan.run_dir)
+            handle = self.plan.launcher.start(spec, self.plan.run_dir)
         except (OSError, ValueError, UserFacingError) as exc:
             # e.g. the engine executable is missing: this server fails, the run moves on
             log.error("engine could not be started", server=sid, error=str(exc))
             self.write_failed(f"engine could not be started: {exc}", todo)
-            return False
-        return True
+            return None
+        return handle
+
+    def client_cpus(self) -> tuple[int, ...]:
+        """The client's CPUs while this engine runs here (launched on this host only)."""
+        if self.plan.server.launcher not in ("process", "docker"):
+            return ()
+        return cpu_split(self.plan.server, self.platform).client
+
+    def run(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
+        handle = self.start(todo)
+        if handle is None:
+            return
+        running = RunningServer(self, handle)
+        try:
+            # from here a signal names the stop grace, and a second one kills the engine
+            with engine_running(id(running), self.plan.server.stop_grace_s, running.kill_now):
+                try:
+                    with pinned(self.client_cpus()):  # off the engine's CPUs
+                        running.measure(todo, progress)
+                finally:
+                    running.close()
+        finally:
+            running.close()
+
+
+class RunningServer(LaunchedServer):
+    """The started server: the plan's state and the launcher's handle (never None): readiness,
+    the points or the search, the evals, and the stop."""
+
+    def __init__(self, life: LaunchedServer, handle: ServerHandle) -> None:
+        # the plan's state as the start left it, shared (the context holds the preflight);
+        # nothing is computed again here, so nothing can fail between the start and the stop
+        self.plan, self.pm, self.platform = life.plan, life.pm, life.platform
+        self.output_dir, self.summary, self.on_point = life.output_dir, life.summary, life.on_point
+        self.resume, self.context = life.resume, life.context
+        self.handle: ServerHandle = handle
+        self.counter: Any = None
+        self.stopped = False
+
+    def log_tail(self) -> Any:
+        return self.handle.log_tail(LOG_TAIL_LINES)
 
     def wait_ready(self, todo: list[tuple[LoadPoint, str]]) -> bool:
-        assert self.handle is not None
         server, spec = self.plan.server, self.plan.resolved.spec
         probes = self.pm.call_first("inferx_engine_readiness", server=server, spec=spec)[1]
         names = ", ".join(p.name for p in probes or DEFAULT_PROBES)
@@ -186,18 +222,15 @@ class LaunchedServer:
 
     def exited(self, when: str) -> str:
         """``<who> exited with code N <when>`` (``during the load``, ``before this point``)."""
-        assert self.handle is not None
         return f"{self.who_exited()} exited with code {self.handle.returncode()} {when}"
 
     def engine_gone(self) -> str | None:
-        assert self.handle is not None
         if self.handle.alive():
             return None
         return self.exited("during the load")
 
     def failure_details(self, reason: str) -> tuple[str, dict[str, Any]]:
         """Requests can fail (connection refused) before the watchdog polls: name the cause."""
-        assert self.handle is not None
         if not exited_within(self.handle, ENGINE_EXIT_SETTLE_S):
             return reason, {}
         gone = self.engine_gone() or "engine exited"
@@ -207,7 +240,6 @@ class LaunchedServer:
 
     def fits_context(self, todo: list[tuple[LoadPoint, str]]) -> bool:
         """The longest request fits the engine's max length, as /v1/models reports it."""
-        assert self.handle is not None
         try:
             server = self.plan.server
             check_server_context(
@@ -227,7 +259,6 @@ class LaunchedServer:
         names its engine processes and its router's exporter) from every engine process,
         and its router's own from the router's exporter."""
         handle = self.handle
-        assert handle is not None
         router = handle.router_metrics_url() if isinstance(handle, HasRouterMetrics) else None
         return build_plan(
             self.pm,
@@ -243,7 +274,6 @@ class LaunchedServer:
     def run_points(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
         from inferx_core.load.tokens.counter import resolve_token_counter
 
-        assert self.handle is not None
         cfg, server, handle = self.plan.cfg, self.plan.server, self.handle
         tokenizer = cfg.workload.tokenizer
         self.counter = resolve_token_counter(  # the tokenize routes of this engine's plugin
@@ -336,7 +366,6 @@ class LaunchedServer:
 
     def target(self) -> BenchTarget:
         """The launched engine as the load's target."""
-        assert self.handle is not None
         server = self.plan.server
         info = engine_registry(self.pm).get(server.engine).info
         return BenchTarget(
@@ -352,7 +381,7 @@ class LaunchedServer:
         if self.counter is not None and hasattr(self.counter.counter, "close"):
             self.counter.counter.close()  # keep-alive client and threads of a server tokenizer
         self.counter = None
-        if self.handle is not None and not self.stopped:
+        if not self.stopped:
             self.stopped = True
             if self.handle.alive():
                 grace = self.plan.server.stop_grace_s
@@ -364,7 +393,6 @@ class LaunchedServer:
 
     def kill_now(self) -> None:
         """A second signal: no grace (a launcher without ``kill_now`` stops with grace 0)."""
-        assert self.handle is not None
         if isinstance(self.handle, KillsNow):
             self.handle.kill_now()
         else:
@@ -386,27 +414,6 @@ class LaunchedServer:
                 "server failed", server=self.plan.server_id, error=f"{type(exc).__name__}: {exc}"
             )
             self.write_failed(f"{type(exc).__name__}: {exc}", left)
-
-    def client_cpus(self) -> tuple[int, ...]:
-        """The client's CPUs while this engine runs here (launched on this host only)."""
-        if self.plan.server.launcher not in ("process", "docker"):
-            return ()
-        return cpu_split(self.plan.server, self.platform).client
-
-    def run(self, todo: list[tuple[LoadPoint, str]], progress: bool | None) -> None:
-        try:
-            if not self.start(todo):
-                return
-            assert self.handle is not None
-            # from here a signal names the stop grace, and a second one kills the engine
-            with engine_running(id(self), self.plan.server.stop_grace_s, self.kill_now):
-                try:
-                    with pinned(self.client_cpus()):  # off the engine's CPUs
-                        self.measure(todo, progress)
-                finally:
-                    self.close()
-        finally:
-            self.close()
 
 
 def _usage_fields(engine: Any) -> dict[str, Any]:

@@ -60,11 +60,18 @@ def test_a_rate_probe_is_held_at_its_arrival_rate_and_a_growing_backlog_is_seen(
     assert not_held(ok, "rate", 40) is not None  # 20 req/s is not 40
 
 
-def test_warmup_and_unsent_requests_are_not_load() -> None:
+def test_a_warmup_still_running_is_load_but_not_a_measured_request() -> None:
+    """The server had it in flight (a closed loop's first measured requests go out as its
+    warmups end: 8 prompts at c8 after 8 warmups hold 8); it is no measured request."""
     recs = _closed_loop(4, 20)
     warm = _rec(99, 0, 5000)
     warm.warmup = True
     never = RequestRecord(request_id=100, prompt_tokens=8, max_tokens=4)
     got = reached([*recs, warm, never])
-    assert got is not None and got.requests == 20 and got.peak_in_flight == 4
+    assert got is not None and got.requests == 20 and got.peak_in_flight == 5
+    staggered = [_rec(i, 0, 100 + 10 * i) for i in range(8)]  # 8 warmups ending in turn
+    for w in staggered:
+        w.warmup = True
+    measured = [_rec(8 + i, 100 + 10 * i, 5000) for i in range(8)]  # sent as each ends
+    assert not_held(reached(staggered + measured), "concurrency", 8) is None
     assert reached([never]) is None and not_held(None, "concurrency", 1) == "no request was sent"

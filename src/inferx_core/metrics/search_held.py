@@ -100,43 +100,37 @@ def _time_weighted(spans: Sequence[tuple[int, int]], lo: int, hi: int) -> float 
     return area / (hi - lo)
 
 
-def _peak(spans: Sequence[tuple[int, int]]) -> int:
-    events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
-    level = peak = 0
-    for _, step in events:  # an end before a start at the same instant (sorted -1 first)
-        level += step
-        peak = max(peak, level)
-    return peak
-
-
-def _backlog(spans: Sequence[tuple[int, int]]) -> tuple[float | None, float | None]:
-    sends = sorted(s for s, _ in spans)
+def _backlog(
+    spans: Sequence[tuple[int, int]], sends: Sequence[int]
+) -> tuple[float | None, float | None]:
     if len(sends) < 9:
         return None, None
-    ends = sorted(e for _, e in spans)
+    starts, ends = sorted(s for s, _ in spans), sorted(e for _, e in spans)
     lo, hi = sends[0], sends[-1]
     third = (hi - lo) / 3
-    mid = [_in_flight_at(sends, ends, t) for t in sends if lo + third <= t < lo + 2 * third]
-    last = [_in_flight_at(sends, ends, t) for t in sends if t >= lo + 2 * third]
+    mid = [_in_flight_at(starts, ends, t) for t in sends if lo + third <= t < lo + 2 * third]
+    last = [_in_flight_at(starts, ends, t) for t in sends if t >= lo + 2 * third]
     if not mid or not last:
         return None, None
     return sum(mid) / len(mid), sum(last) / len(last)
 
 
 def reached(records: Sequence[RequestRecord]) -> Reached | None:
-    """What the measured (non-warmup) ``records`` reached; None when none was sent."""
-    spans = _spans([r for r in records if not r.warmup])
-    if not spans:
+    """What the measured (non-warmup) ``records`` reached; None when none was sent. In
+    flight counts every request the server had, warmups still running included (a
+    closed loop's first measured requests go out as its warmups end)."""
+    spans = _spans(records)
+    sends = sorted(r.send_ns for r in records if r.send_ns and not r.warmup)
+    if not sends:
         return None
-    sends = sorted(s for s, _ in spans)
+    starts, ends = sorted(s for s, _ in spans), sorted(e for _, e in spans)
     span_s = (sends[-1] - sends[0]) / 1e9
-    rate = (len(sends) - 1) / span_s if span_s > 0 else None
-    mid, last = _backlog(spans)
+    mid, last = _backlog(spans, sends)
     return Reached(
-        requests=len(spans),
-        peak_in_flight=_peak(spans),
+        requests=len(sends),
+        peak_in_flight=max(_in_flight_at(starts, ends, t) for t in sends),
         mean_in_flight=_time_weighted(spans, sends[0], sends[-1]),
-        achieved_rate=rate,
+        achieved_rate=(len(sends) - 1) / span_s if span_s > 0 else None,
         backlog_middle=mid,
         backlog_last=last,
     )

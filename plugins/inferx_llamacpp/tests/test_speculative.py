@@ -121,7 +121,7 @@ llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="2"} 1
 
 def test_llama_servers_speculative_counters_are_read_as_vllms_are() -> None:
     """The names of llama-server's /metrics (tools/server/server-task.cpp), as a scrape
-    reads them: the same readings vLLM's counters give."""
+    reads them: the totals vLLM's counters give."""
     from inferx_core.telemetry.speculative import spec_decode_values
     from inferx_llamacpp import plugin
 
@@ -130,4 +130,5 @@ def test_llama_servers_speculative_counters_are_read_as_vllms_are() -> None:
     assert values["engine.spec_decode_drafts_total"] == 10
     assert values["engine.spec_decode_draft_tokens_total"] == 30
     assert values["engine.spec_decode_accepted_tokens_total"] == 12
-    assert [values[f"engine.spec_decode_accepted_pos{i}_total"] for i in range(3)] == [7, 4, 1]
+    # its per-position counter disagreed with its totals over a real window: not read
+    assert not any("accepted_pos" in key for key in values)

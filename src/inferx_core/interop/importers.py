@@ -108,7 +108,8 @@ def _counts(data: Mapping[str, Any]) -> dict[str, Any]:
 
 def _throughput(data: Mapping[str, Any], num_gpus: int | None = None) -> dict[str, Any]:
     def per_gpu(key: str) -> float | None:
-        return data.get(key) * num_gpus if num_gpus and data.get(key) is not None else None
+        value = data.get(key)
+        return value * num_gpus if num_gpus and value is not None else None
 
     return {
         "request_throughput": data.get("request_throughput"),

@@ -271,7 +271,7 @@ def vllm_bench_result(
     closed = result.identity.mode == "closed"
     window_start = min((r.send_ns for r in measured), default=0)
     outputs = [vllm_output(r, window_start_ns=window_start, closed_loop=closed) for r in measured]
-    duration = load.duration if load.duration > 0 else math.nan
+    duration = load.duration if load.duration is not None and load.duration > 0 else math.nan
     out = _setup(result, metadata or {})
     out |= _totals(outputs, duration, load.slo)
     out |= _per_request(outputs)

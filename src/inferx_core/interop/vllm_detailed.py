@@ -83,7 +83,7 @@ def vllm_run(data: Mapping[str, Any], path: Path, date: str) -> ToolRun:
     """The file as one run; the requested output length comes from ``--metadata``
     (vLLM's file does not keep ``--random-output-len``) when a script put it there."""
     asked = data.get("random_output_len") or data.get("output_len")
-    max_tokens = int(asked) if str(asked or "").isdigit() else 0
+    max_tokens = int(str(asked)) if str(asked or "").isdigit() else 0
     rate = str(data.get("request_rate", "inf"))
     conc = data.get("max_concurrency")
     closed = rate == "inf"

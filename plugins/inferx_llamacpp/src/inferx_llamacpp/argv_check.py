@@ -72,11 +72,11 @@ def check_launch(spec: LaunchSpec) -> ArgvVerdict:
         why = f"{spec.argv[0]} is not here: build it (`make llama-server`) to check its flags"
         return ArgvVerdict(engine="llamacpp", accepted=None, message=why)
     known, deprecated = help_flags(binary)
-    why = problem(spec.argv, known, deprecated)
+    found = problem(spec.argv, known, deprecated)
     return ArgvVerdict(
         engine="llamacpp",
-        accepted=why is None,
-        message=why or "accepted",
+        accepted=found is None,
+        message=found or "accepted",
         engine_version=version(binary),
         checked_with=f"{binary} --help",
     )

@@ -26,6 +26,7 @@ from pathlib import Path
 from inferx_core.launch.image import (
     INPUTS_LABEL,
     DockerUnavailable,
+    docker,
     docker_env,
     image_label,
     inspect_image,
@@ -75,9 +76,14 @@ def build_image(recipe: ImageRecipe, *, force: bool = False) -> BuildOutcome:
         recipe.make(folder, recipe.digest)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    old = info
     info = inspect_image(recipe.name)
     if info is None or image_label(info, INPUTS_LABEL) != recipe.digest:
         raise DockerUnavailable(f"the build of {recipe.name} left no image with its label")
+    if old is not None and old["Id"] != info["Id"]:
+        # the image it replaced, now untagged: its gigabytes go (refused while a container
+        # or another tag still uses it, which is then left alone)
+        docker("image", "rm", str(old["Id"]))
     return BuildOutcome(recipe.name, str(info["Id"]), False, time.monotonic() - started)
 
 

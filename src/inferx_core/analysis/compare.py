@@ -426,7 +426,7 @@ def _point_metrics(a: SideData, b: SideData, pa: str, pb: str, noise: float) -> 
 
 def _layers(a: SideData, b: SideData, pa: str, pb: str, noise: float) -> dict[str, Any] | None:
     ra, rb = a.result(pa), b.result(pb)
-    return layer_moved(ra and ra.anatomy, rb and rb.anatomy, noise)
+    return layer_moved(ra.anatomy if ra else None, rb.anatomy if rb else None, noise)
 
 
 def _frontier_comparison(

@@ -84,6 +84,7 @@ def docker_run_argv(
     """The exact ``docker run`` command for ``spec`` (tested as data; see module doc)."""
     if spec.image is None:
         raise ValueError("the docker launcher needs `image:` in the config")
+    image = spec.image  # checked here, before spec is rebound below
     spec = resolve_run_dir(spec, CONTAINER_RUN_DIR)
     argv = [docker, "run", "--rm", "--init", "--name", container_name(spec)]
     argv += ["--label", f"{LAUNCH_LABEL}={launch_id or LAUNCH_ID_PLACEHOLDER}"]
@@ -110,7 +111,7 @@ def docker_run_argv(
         argv += ["-w", spec.workdir]
     for key, label in sorted(spec.labels.items()):
         argv += ["--label", f"inferx.{key}={label}"]
-    argv.append(spec.image)
+    argv.append(image)
     argv += list(spec.argv)
     return argv
 

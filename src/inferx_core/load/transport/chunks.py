@@ -51,7 +51,7 @@ _CHUNK_FIELDS = ("usage", "error", "object", "x_sent_ns", "id")
 _loads = json.loads
 # The C scanner behind json.loads without its wrapper (type checks, BOM and
 # trailing-whitespace handling): about half the cost per small chunk.
-_scan_once = json.JSONDecoder().scan_once
+_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__
 
 
 def parse_json(data: str) -> Any:

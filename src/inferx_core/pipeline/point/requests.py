@@ -89,7 +89,7 @@ def warmup_for(point: LoadPoint, load: LoadProfile) -> int:
 def workload_spec(workload: Workload) -> WorkloadSpec:
     mix = workload.lognormal
     return WorkloadSpec(
-        kind=workload.kind,
+        kind=workload.kind,  # type: ignore[arg-type]  # traces and sessions: built elsewhere
         isl=workload.isl,
         osl=workload.osl,
         range_ratio=workload.range_ratio,
@@ -184,7 +184,7 @@ def _prepare(
         else:
             payload = build_completions_payload(
                 target.model,
-                prompt.prompt,
+                prompt.prompt,  # type: ignore[arg-type]  # completions: text prompts
                 prompt.max_tokens,
                 ignore_eos=workload.ignore_eos,
                 continuous_usage=target.continuous_usage,
@@ -250,7 +250,11 @@ def build_requests(
         warm_built = keep_prompts(warm_built, fitting_indices(warm_built.prompts, limit))
     measured = _prepare(built, target, workload, warmup=False, first_id=0)
     n_warm = len(warm_built) if warm_built else 0
-    warmup = _prepare(warm_built, target, workload, warmup=True, first_id=-n_warm) if n_warm else []
+    warmup = (
+        _prepare(warm_built, target, workload, warmup=True, first_id=-n_warm)
+        if warm_built and n_warm
+        else []
+    )
     endless = (load.duration_s or load.stages) and load.num_prompts is None
     measured_requests = _cycle(measured, 0) if endless else measured
     return Requests(built, measured_requests, warmup, len(measured), context=context)

@@ -122,3 +122,14 @@ def test_a_deployments_processes_are_unchanged() -> None:
 
     config = ServerConfig(engine="vllm", model="m", port=8000)
     assert not set(server_timing.FLAGS) & set(launch.launch_spec(config, Platform()).argv)
+
+
+def test_a_speculating_server_reports_its_per_request_acceptance() -> None:
+    spec = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
+    argv = _argv(speculative=spec)
+    assert argv[-2:] == ("--per-request-spec-decode-metrics", "summary")
+    assert "--enable-per-request-metrics" in argv
+    # independent of --disable-log-stats (vLLM's own docs), unlike the timing flag
+    quiet = _argv(speculative=spec, extra_argv=["--disable-log-stats"])
+    assert quiet[-2:] == ("--per-request-spec-decode-metrics", "summary")
+    assert "--per-request-spec-decode-metrics" not in _argv()

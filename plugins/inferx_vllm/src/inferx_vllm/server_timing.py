@@ -10,7 +10,10 @@ speculative decoding, ``speculative_decoding`` (``SpeculativeDecodingMetrics``:
 acceptance histogram). vLLM refuses the flag together with
 ``--disable-log-stats`` (cli_args.py: it needs the engine's statistics).
 ``--enable-request-id-headers`` echoes the ``X-Request-Id`` InferX sends
-(vLLM takes the header as its own request id either way).
+(vLLM takes the header as its own request id either way). The per-request
+speculative counts need ``--per-request-spec-decode-metrics summary`` too
+(config/observability.py; refused without ``--speculative-config``,
+independent of ``--disable-log-stats``), given when the server speculates.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ PER_REQUEST_METRICS = "--enable-per-request-metrics"
 REQUEST_ID_HEADERS = "--enable-request-id-headers"
 FLAGS = (PER_REQUEST_METRICS, REQUEST_ID_HEADERS)
 DISABLE_LOG_STATS = "--disable-log-stats"
+SPEC_METRICS = "--per-request-spec-decode-metrics"
 
 SERVER_TIMING = ServerTiming(
     name="vllm",
@@ -62,9 +66,12 @@ def server_timing_argv(server: ServerConfig) -> list[str]:
     """The flags a launched server gets by default: each one the user did not set
     (on or off) already, and none with ``--disable-log-stats`` (vLLM refuses both)."""
     given = _given(server)
+    spec = (
+        [SPEC_METRICS, "summary"] if server.speculative and _key(SPEC_METRICS) not in given else []
+    )
     if _log_stats_off(given):
-        return []
-    return [flag for flag in FLAGS if _key(flag) not in given]
+        return spec
+    return [flag for flag in FLAGS if _key(flag) not in given] + spec
 
 
 def server_timing(server: ServerConfig) -> ServerTiming | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from inferx_core.config.speculative import MAX_SPECULATIVE_TOKENS
 
@@ -40,7 +40,7 @@ _DERIVED_FROM = {
 }
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[float]:  # then a checker knows it is a number
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

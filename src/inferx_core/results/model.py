@@ -92,7 +92,9 @@ class Identity(_Section):
     @property
     def load_level(self) -> float | None:
         """Concurrency (closed loop) or request rate (open loop): the x of a sweep."""
-        return float(self.concurrency) if self.mode == "closed" else self.request_rate
+        if self.mode == "closed":
+            return float(self.concurrency) if self.concurrency is not None else None
+        return self.request_rate
 
 
 class WorkloadSection(_Section):
@@ -316,7 +318,7 @@ class FailedResult(PointResultBase):
 PointResult = Annotated[
     OkResult | InvalidResult | InterruptedResult | FailedResult, Field(discriminator="status")
 ]
-_ADAPTER: TypeAdapter[PointResultBase] = TypeAdapter(PointResult)
+_ADAPTER: TypeAdapter[PointResultBase] = TypeAdapter(PointResult)  # type: ignore[arg-type, unused-ignore]  # a union (mypy cold vs warm cache differ)
 
 
 class ResultSchemaError(ValueError):

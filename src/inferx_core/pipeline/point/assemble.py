@@ -129,14 +129,15 @@ def measured_result(
     an ok point whose validity failed is ``invalid``, its reason the failing checks."""
     metrics = measured.metrics
     load = LoadSection(**metrics.counts.model_dump(), **measured.offered, slo=dict(measured.slo))
-    cls: type[PointResultBase] = {
+    classes: dict[str, type[PointResultBase]] = {
         "ok": OkResult,
         "failed": FailedResult,
         "interrupted": InterruptedResult,
-    }[status]
+    }
+    cls = classes[status]
     if status == "ok" and measured.validity is not None and not measured.validity.valid:
         cls, reason = InvalidResult, f"invalid: {measured.validity.summary()}"
-    return cls(
+    return cls(  # type: ignore[call-arg]  # each subclass fixes its status
         failure_reason=reason,
         identity=identity(source, measured.started_at, utc_now()),
         workload=WorkloadSection(**measured.workload),

@@ -150,7 +150,7 @@ def _html_row(row: Mapping[str, Any]) -> str:
     return f'<tr data-search="{name}" data-source="{html.escape(str(row["source"]))}">{cells}</tr>'
 
 
-def search_table_html(rows: Sequence[dict[str, Any]]) -> str:
+def search_table_html(rows: Sequence[Mapping[str, Any]]) -> str:
     """The rows as an HTML table; every value is escaped text, never markup."""
     if not rows:
         return ""

@@ -203,6 +203,16 @@ def _load_or_fail(paths: Sequence[Path | str]) -> LoadedResults:
     return loaded
 
 
+def _searched(paths, loaded, options, slos, rows):
+    """The buyer's table (each point's cost read from its row: computed once) and the
+    search summaries that could not be read, as warnings."""
+    summaries, unread = load_search_summaries(paths)
+    searched = search_rows(
+        summaries, loaded.results, options, paths=loaded.paths, slos=slos, point_rows=rows
+    )
+    return searched, [f"{path}: {why}" for path, why in unread]
+
+
 def write_report(
     paths: Sequence[Path | str],
     output: Path | str,
@@ -227,11 +237,8 @@ def write_report(
     accuracy = accuracy_rows(rows, loaded.results)
     accuracy_csv = write_accuracy_csv(accuracy, output / ACCURACY_CSV_NAME) if accuracy else None
     notes, warnings = report_notes(rows, loaded)
-    summaries, unread = load_search_summaries(paths)
-    searched = search_rows(
-        summaries, loaded.results, options, paths=loaded.paths, slos=slos, point_rows=rows
-    )  # each point's cost from its row: computed once
-    warnings += [f"{path}: {why}" for path, why in unread]
+    searched, unread = _searched(paths, loaded, options, slos, rows)
+    warnings += unread
     figures: list[html_page.Figure] = []
     timeline_figs: list[html_page.Figure] = []
     if plots and rows:

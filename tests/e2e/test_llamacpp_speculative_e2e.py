@@ -58,3 +58,9 @@ def test_an_ngram_speculative_point_runs_with_llama_servers_spec_flags(
     assert spec["source"] == "counters" and spec["out_of_bounds"] == {}
     assert spec["drafts"] > 0
     assert 0 <= spec["acceptance_rate"] <= 1 and 1 <= spec["mean_acceptance_length"] <= 4
+    # llama-server writes a step's accepted tokens as separate chunks at once: those zero
+    # gaps are the server's (allowed up to 1 - 1/length), not a client that read late
+    assert result.validity is not None
+    [coalescing] = [c for c in result.validity.checks if c.name == "chunk_coalescing"]
+    assert coalescing.passed, coalescing.why
+    assert coalescing.limit == pytest.approx(max(0.25, 1 - 1 / spec["mean_acceptance_length"]))

@@ -293,3 +293,32 @@ def test_a_staged_point_that_fell_behind_its_schedule_is_invalid() -> None:
     assert {"achieved_rate", "dispatch_lateness"} <= failing(v), failing(v)
     plain = verdict(records, rate=200.0)
     assert failing(plain) == failing(v)
+
+
+def _bursty(n: int, per_step: int) -> list[RequestRecord]:
+    """Replies whose tokens arrive ``per_step`` at the same instant, as llama-server writes
+    a speculative step's accepted tokens: (per_step - 1) of every per_step gaps are 0."""
+    out = []
+    for i in range(n):
+        send = i * 20 * MS
+        chunks = [send + (10 + 3 * (k // per_step)) * MS for k in range(6)]
+        out.append(rec(i, send, chunks))
+    return out
+
+
+def test_a_speculative_steps_tokens_read_at_once_are_the_servers_doing() -> None:
+    records = _bursty(40, per_step=2)  # 200 gaps, 60% of them 0
+    flat = summarize(
+        records, window_start_ns=0, window_end_ns=max(r.end_ns for r in records),
+        percentiles=[50.0, 99.0],
+    )  # fmt: skip
+    plain = assess(records, flat, open_loop_rate=None, client_load=None)
+    assert "chunk_coalescing" in failing(plain)  # no speculation: the client's reads
+    spec = assess(records, flat, open_loop_rate=None, client_load=None, step_tokens=2.58)
+    [check] = [c for c in spec.checks if c.name == "chunk_coalescing"]
+    assert check.passed and check.limit == pytest.approx(1 - 1 / 2.58)
+    assert "2.58 tokens per speculative step" in check.why
+    # a length that allows less than the plain limit changes nothing; nor does a bad one
+    for length in (1.0, 1.05, float("nan"), None):
+        same = assess(records, flat, open_loop_rate=None, client_load=None, step_tokens=length)
+        assert "chunk_coalescing" in failing(same)

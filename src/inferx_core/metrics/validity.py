@@ -106,19 +106,39 @@ def _judged(n: int, minimum: int) -> tuple[Severity, str]:
     return "marks", f" (only {n}; {minimum} needed to invalidate)"
 
 
+def _zero_gap_limit(limit: float, step_tokens: float | None) -> tuple[float, str]:
+    """The share of zero chunk gaps a point may have. A speculative server verifies
+    ``step_tokens`` tokens per step on average (its mean acceptance length, from its own
+    counters) and may write them as separate chunks at once (llama-server does: 26% of
+    gaps 0 at a length of 2.6), so up to ``1 - 1/length`` of the gaps are 0 by the
+    server's doing, not the client's reads."""
+    if step_tokens is None or not math.isfinite(step_tokens) or step_tokens <= 1:
+        return limit, ""
+    allowed = 1 - 1 / step_tokens
+    if allowed <= limit:
+        return limit, ""
+    why = f" (allowed up to {allowed:.0%}: {step_tokens:.2f} tokens per speculative step)"
+    return allowed, why
+
+
 def _coalescing(
-    flat: Mapping[str, Any], ok: Sequence[RequestRecord], n_gaps: int, limits: ValidityLimits
+    flat: Mapping[str, Any],
+    ok: Sequence[RequestRecord],
+    n_gaps: int,
+    limits: ValidityLimits,
+    step_tokens: float | None = None,
 ):
     zero = flat.get("itl_zero_gap_fraction")
     severity, few = _judged(n_gaps, MIN_GAPS_TO_JUDGE)
+    limit, allowance = _zero_gap_limit(limits.max_zero_gap_fraction, step_tokens)
     yield _check(
         "chunk_coalescing",
         zero,
-        limits.max_zero_gap_fraction,
-        zero is None or zero <= limits.max_zero_gap_fraction,
-        f"{(zero or 0):.0%} of {n_gaps} chunk gaps are 0{few}: chunks were read together, so "
-        "ITL percentiles describe the client's reads, not generation (TPOT, from E2E - TTFT, "
-        "is unaffected)",
+        limit,
+        zero is None or zero <= limit,
+        f"{(zero or 0):.0%} of {n_gaps} chunk gaps are 0{few}{allowance}: chunks were read "
+        "together, so ITL percentiles describe the client's reads, not generation (TPOT, "
+        "from E2E - TTFT, is unaffected)",
         severity=severity,
     )
     multi = [r for r in ok if r.output_tokens > 1]
@@ -433,12 +453,15 @@ def assess(
     limits: ValidityLimits | None = None,
     extra_checks: Sequence[ValidityCheck | None] = (),
     ignore_eos: bool = False,
+    step_tokens: float | None = None,
 ) -> Validity:
     """Every check over the measured ``records`` and their metrics ``flat``, plus
     ``extra_checks`` made elsewhere (e.g. ``metrics.speculative.acceptance_check``;
     None entries are skipped). ``ignore_eos``: the requests asked for every token
     (a reply that stops short fails). The open-loop checks run for every point whose
-    requests carry a schedule (a rate, a stage, a trace, multi-turn arrivals)."""
+    requests carry a schedule (a rate, a stage, a trace, multi-turn arrivals).
+    ``step_tokens``: a speculative server's measured mean acceptance length, which
+    allows that share of zero chunk gaps (:func:`_zero_gap_limit`)."""
     limits = limits or ValidityLimits()
     measured = [r for r in records if not r.warmup]
     ok = [r for r in measured if r.ok]
@@ -449,7 +472,7 @@ def assess(
         _prompt_tokens(measured),
     ]
     gaps = sum(max(len(r.chunk_ns) - 1, 0) for r in ok)
-    checks += list(_coalescing(flat, ok, gaps, limits))
+    checks += list(_coalescing(flat, ok, gaps, limits, step_tokens))
     if open_loop_rate is None and any(r.scheduled_ns is not None for r in measured):
         checks += _open_loop(measured, None, limits)  # stages, sessions: their schedule
     elif open_loop_rate is not None and math.isfinite(open_loop_rate):  # inf: all at once

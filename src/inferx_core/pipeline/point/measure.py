@@ -12,6 +12,7 @@ plus a per-request sidecar, atomically.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -294,9 +295,11 @@ def _validity(
     """The point's validity checks; a speculative server's acceptance against its golden
     length is one of them (from the engine's /metrics over the window)."""
     extra: list[ValidityCheck | None] = []
+    step_tokens = None
     if plan.speculative is not None:
         engine = telemetry.engine_metrics if telemetry is not None else None
         extra.append(acceptance_check(engine, plan.speculative))
+        step_tokens = _mean_acceptance_length(engine)
     return assess(
         drive.result.records,
         metrics.flat(),
@@ -305,7 +308,15 @@ def _validity(
         limits=plan.validity_limits,
         extra_checks=extra,
         ignore_eos=plan.workload.ignore_eos,  # a reply short of max_tokens then fails
+        step_tokens=step_tokens,  # a speculative step's tokens may arrive in one read
     )
+
+
+def _mean_acceptance_length(engine: Mapping[str, Any] | None) -> float | None:
+    """The window's mean acceptance length (already bounded: null when impossible)."""
+    spec = (engine or {}).get("spec_decode")
+    length = spec.get("mean_acceptance_length") if isinstance(spec, Mapping) else None
+    return float(length) if isinstance(length, (int, float)) else None
 
 
 def _measured(

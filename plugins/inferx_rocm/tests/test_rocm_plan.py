@@ -76,6 +76,8 @@ VLLM_ARGV = [
     "--gpu-memory-utilization",
     "0.9",
     "--no-enable-prefix-caching",
+    "--enable-per-request-metrics",  # the engine's own clock per request (issue 41)
+    "--enable-request-id-headers",
 ]
 
 SGLANG = f"""

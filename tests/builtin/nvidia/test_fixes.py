@@ -178,6 +178,8 @@ VLLM_ENGINE_ARGV = [
     "--no-enable-prefix-caching",
     "--kv-cache-dtype",
     "fp8",
+    "--enable-per-request-metrics",  # the engine's own clock per request (issue 41)
+    "--enable-request-id-headers",
 ]
 WRAPPER = ["python3", "{run_dir}/inferx_flashinfer_prefetch.py", "--timeout", "900", "--"]
 

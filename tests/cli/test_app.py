@@ -111,3 +111,54 @@ def test_json_log_format_flag(tmp_path: Path) -> None:
     proc = run("--log-format", "json", "plugins", "--json", env=env)
     assert proc.returncode == 0
     assert "hf_should_not_leak" not in proc.stdout + proc.stderr
+
+
+@pytest.fixture
+def handlers_kept():
+    """The test process's signal handlers, put back after a test that lets the console
+    entry set them."""
+    import signal
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+@pytest.mark.parametrize("how", ["returned", "raised"])
+def test_a_run_ended_by_a_signal_keeps_its_exit_code_to_the_end(
+    monkeypatch: pytest.MonkeyPatch, handlers_kept: None, how: str
+) -> None:
+    """The console entry: once a signal decided the exit (130), a further Ctrl-C during the
+    interpreter's last moments is ignored (it made the process die by SIGINT: -2), and a
+    KeyboardInterrupt from inside the CLI's own exit path still exits 130."""
+    import signal
+
+    import inferx_core.cli as entry
+    import inferx_core.cli.app as app
+
+    def interrupted(argv):
+        if how == "raised":
+            raise KeyboardInterrupt
+        return 130
+
+    monkeypatch.setattr(app, "main", interrupted)
+    assert entry.main() == 130
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        assert signal.getsignal(sig) is signal.SIG_IGN
+
+
+def test_in_process_calls_leave_the_callers_handlers(
+    monkeypatch: pytest.MonkeyPatch, handlers_kept: None
+) -> None:
+    import signal
+
+    import inferx_core.cli as entry
+    import inferx_core.cli.app as app
+
+    before = signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(app, "main", lambda argv: 130)
+    assert entry.main(["run", "x.yaml"]) == 130
+    assert signal.getsignal(signal.SIGINT) is before
+    monkeypatch.setattr(app, "main", lambda argv: 0)
+    assert entry.main() == 0 and signal.getsignal(signal.SIGINT) is before  # not a signal

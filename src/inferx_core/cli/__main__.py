@@ -1,5 +1,5 @@
 import sys
 
-from inferx_core.cli.app import main
+from inferx_core.cli import main
 
 sys.exit(main())

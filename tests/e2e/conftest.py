@@ -20,3 +20,18 @@ def engine_python() -> Path:
             pytest.fail(missing_engine_message())
         pytest.skip(missing_engine_message())
     return python
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Path:
+    """The built llama-server binary; missing, a failure under INFERX_REQUIRE_ENGINE=1 (make
+    test), else a skip that says how to get it."""
+    from inferx_llamacpp.engine_paths import engine_dir, find_binary
+
+    binary = find_binary()
+    if binary is None:
+        why = f"llama-server not built: run `make llama-server` (it lands in {engine_dir()})"
+        if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    return binary

@@ -15,7 +15,6 @@ INFERX_REQUIRE_ENGINE=1, so a missing engine fails instead of skipping.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -59,14 +58,7 @@ def vllm_points(engine_python: Path, tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="module")
-def llamacpp_points(tmp_path_factory: pytest.TempPathFactory):
-    from inferx_llamacpp.engine_paths import find_binary
-
-    if find_binary() is None:
-        why = "llama-server not built: run `make llama-server`"
-        if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
+def llamacpp_points(llama_server: Path, tmp_path_factory: pytest.TempPathFactory):
     return _run(tmp_path_factory.mktemp("anatomy-llamacpp"), "llamacpp")
 
 

@@ -21,14 +21,7 @@ pytestmark = pytest.mark.engine
 
 
 @pytest.fixture(scope="module")
-def demo(engine_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from inferx_llamacpp.engine_paths import find_binary
-
-    if find_binary() is None:
-        why = "llama-server not built: run `make llama-server`"
-        if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
+def demo(engine_python: Path, llama_server: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("demo") / "results"
     done = inferx(
         "demo", "--output", str(out), "--engine-python", str(engine_python),

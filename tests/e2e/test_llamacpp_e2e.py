@@ -32,19 +32,6 @@ N = 6
 
 
 @pytest.fixture(scope="module")
-def llama_server() -> Path:
-    from inferx_llamacpp.engine_paths import engine_dir, find_binary
-
-    binary = find_binary()
-    if binary is None:
-        why = f"llama-server not built: run `make llama-server` (it lands in {engine_dir()})"
-        if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
-    return binary
-
-
-@pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("llamacpp-e2e")
 

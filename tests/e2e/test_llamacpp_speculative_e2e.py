@@ -9,7 +9,6 @@ ngram-simple needs no draft model, so the demo's tiny model serves it. Needs the
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -19,19 +18,6 @@ from inferx_core.pipeline.server.run import run_configs
 from inferx_core.results.files import read_result
 
 pytestmark = pytest.mark.engine
-
-
-@pytest.fixture(scope="module")
-def llama_server() -> Path:
-    from inferx_llamacpp.engine_paths import engine_dir, find_binary
-
-    binary = find_binary()
-    if binary is None:
-        why = f"llama-server not built: run `make llama-server` (it lands in {engine_dir()})"
-        if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
-    return binary
 
 
 def test_an_ngram_speculative_point_runs_with_llama_servers_spec_flags(

@@ -65,6 +65,13 @@ def config_for(args: argparse.Namespace, engine: str, side: str, out: Path) -> A
     )  # fmt: skip
     # the same slots both sides (the demo's default); telemetry as the demo samples it
     update: dict[str, Any] = {"name": f"{engine}-{side}"}
+    if side == "bare" and engine == "vllm" and args.bare_python:
+        # another interpreter over the engine venv's packages (same ABI: both CPython 3.11)
+        packages = next((ROOT / ".venv-engine/lib").glob("python3.*/site-packages"))
+        update |= {
+            "executable": [args.bare_python, "-m", IMAGE_EXECUTABLE["vllm"][-1]],
+            "engine_env": {"PYTHONPATH": str(packages)},
+        }
     if side == "docker":
         update |= {
             "launcher": "docker",
@@ -140,6 +147,11 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=48)
     parser.add_argument("--isl", type=int, default=128)
     parser.add_argument("--osl", type=int, default=64)
+    parser.add_argument(
+        "--bare-python",
+        help="vLLM's bare side under this Python (e.g. /usr/bin/python3, the interpreter "
+        "the image has) with .venv-engine's packages, instead of .venv-engine's own",
+    )
     parser.add_argument(
         "--work", default=None, help="folder for the runs (default: a temporary one)"
     )

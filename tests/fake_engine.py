@@ -116,7 +116,7 @@ def build_argv(server: ServerConfig) -> list[str]:
 
 
 @hookimpl
-def inferx_register_engines() -> list[EngineInfo]:
+def inferx_engines() -> list[EngineInfo]:
     return [
         EngineInfo(
             name=ENGINE,

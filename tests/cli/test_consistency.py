@@ -21,7 +21,7 @@ def test_plugins_table_is_not_cut_at_80_columns_when_piped(
     lines = capsys.readouterr().out.splitlines()
     assert max(map(len, lines)) > 80
     assert max(map(len, lines)) <= PIPED_WIDTH
-    hooks_cell = "container_fixes, detect_platform, engine_launch_spec, engine_readiness"
+    hooks_cell = "container_fixes, engine_launch_spec, engine_readiness, engines, platform"
     assert any(hooks_cell in line for line in lines)  # one row, not wrapped
 
 

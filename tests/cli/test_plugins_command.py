@@ -25,7 +25,7 @@ from inferx_core import Accelerator, Platform, hookimpl
 
 
 @hookimpl
-def inferx_detect_platform():
+def inferx_platform():
     return Platform(
         accelerators=(Accelerator(vendor="google", index=0, name="TPU", extra={"fake": True}),)
     )
@@ -49,7 +49,7 @@ def _bad_plugin() -> types.ModuleType:
     exec(BAD_DETECTOR, namespace)
     return _module(
         "bad",
-        inferx_detect_platform=namespace["inferx_detect_platform"],
+        inferx_platform=namespace["inferx_platform"],
         inferx_container_fixes=namespace["inferx_container_fixes"],
     )
 
@@ -58,20 +58,20 @@ def test_invalid_accelerator_and_wrong_answer_types_are_failures() -> None:
     pm = get_plugin_manager(env={"INFERX_PLUGINS": ""}, extra_plugins=[("bad", _bad_plugin())])
     failures = check_hooks(pm)
     by_hook = {f.hook: f for f in failures if f.plugin == "bad"}
-    assert "ValidationError" in by_hook["inferx_detect_platform"].error
-    assert "extra.fake" in by_hook["inferx_detect_platform"].error
+    assert "ValidationError" in by_hook["inferx_platform"].error
+    assert "extra.fake" in by_hook["inferx_platform"].error
     assert by_hook["inferx_container_fixes"].error == "returned items of type str, not Fix"
     assert len(failures) == len(set(failures))  # each once, though the hooks ran twice
 
 
 def test_a_detector_answering_a_non_platform_is_a_failure() -> None:
     @hookimpl
-    def inferx_detect_platform():
+    def inferx_platform():
         return {"accelerators": []}
 
     pm = get_plugin_manager(
         env={"INFERX_PLUGINS": ""},
-        extra_plugins=[("dicty", _module("dicty", inferx_detect_platform=inferx_detect_platform))],
+        extra_plugins=[("dicty", _module("dicty", inferx_platform=inferx_platform))],
     )
     (failure,) = [f for f in check_hooks(pm) if f.plugin == "dicty"]
     assert failure.error == "returned dict, not Platform"
@@ -85,21 +85,21 @@ def test_strict_mode_collects_every_failure_then_raises() -> None:
     with pytest.raises(PluginError) as info:
         check_hooks(pm)
     message = str(info.value)
-    assert "bad ((in-process)) in inferx_detect_platform: ValidationError" in message
+    assert "bad ((in-process)) in inferx_platform: ValidationError" in message
     assert "in inferx_container_fixes: returned items of type str" in message
     assert pm.strict  # restored
 
 
 def test_good_plugins_pass_strict_check() -> None:
     @hookimpl
-    def inferx_detect_platform():
+    def inferx_platform():
         return Platform(
             accelerators=(Accelerator(vendor="google", index=0, name="TPU", extra={"a": "b"}),)
         )
 
     pm = get_plugin_manager(
         env={"INFERX_STRICT_PLUGINS": "1"},
-        extra_plugins=[("good", _module("good", inferx_detect_platform=inferx_detect_platform))],
+        extra_plugins=[("good", _module("good", inferx_platform=inferx_platform))],
     )
     assert check_hooks(pm) == []
 
@@ -130,7 +130,7 @@ def _inferx(path: Path, *args: str, strict: bool) -> subprocess.CompletedProcess
 def test_cli_plugins_strict_fails_and_names_the_detector(bad_distribution: Path) -> None:
     done = _inferx(bad_distribution, "plugins", strict=True)
     assert done.returncode != 0
-    assert "bad (bad-detector) in inferx_detect_platform: ValidationError" in done.stderr
+    assert "bad (bad-detector) in inferx_platform: ValidationError" in done.stderr
 
 
 def test_cli_plugins_lists_the_failure_without_strict(bad_distribution: Path) -> None:
@@ -138,7 +138,7 @@ def test_cli_plugins_lists_the_failure_without_strict(bad_distribution: Path) ->
     assert done.returncode == 0, done.stderr
     failures = json.loads(done.stdout)["hook_failures"]
     assert {(f["plugin"], f["hook"]) for f in failures} >= {
-        ("bad", "inferx_detect_platform"),
+        ("bad", "inferx_platform"),
         ("bad", "inferx_container_fixes"),
     }
 
@@ -147,10 +147,10 @@ def _engine(**hooks: object) -> types.ModuleType:
     from inferx_core import EngineInfo
 
     @hookimpl
-    def inferx_register_engines():
+    def inferx_engines():
         return [EngineInfo(name="strict-engine", description="strict test engine")]
 
-    return _module("eng", inferx_register_engines=inferx_register_engines, **hooks)
+    return _module("eng", inferx_engines=inferx_engines, **hooks)
 
 
 def test_engine_hooks_are_checked_for_a_placeholder_model() -> None:
@@ -197,12 +197,12 @@ def test_a_non_platform_answer_becomes_a_note_not_a_crash() -> None:
     from inferx_core.sdk.registries import detect_platform
 
     @hookimpl
-    def inferx_detect_platform():
+    def inferx_platform():
         return {"accelerators": []}
 
     pm = get_plugin_manager(
         env={"INFERX_PLUGINS": ""},
-        extra_plugins=[("dicty", _module("dicty", inferx_detect_platform=inferx_detect_platform))],
+        extra_plugins=[("dicty", _module("dicty", inferx_platform=inferx_platform))],
     )
     platform = detect_platform(pm)
     assert platform.host is not None

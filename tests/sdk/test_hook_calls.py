@@ -43,10 +43,10 @@ def _engine(name: str, **hooks: Any) -> types.ModuleType:
     """A plugin registering engine ``name`` with the given hook implementations."""
 
     @hookimpl
-    def inferx_register_engines() -> list[EngineInfo]:
+    def inferx_engines() -> list[EngineInfo]:
         return [EngineInfo(name=name, description=f"engine {name}")]
 
-    return _module(f"plugin_{name}", inferx_register_engines=inferx_register_engines, **hooks)
+    return _module(f"plugin_{name}", inferx_engines=inferx_engines, **hooks)
 
 
 def _metrics(kv: str) -> Any:
@@ -118,7 +118,7 @@ def test_a_wrapper_sees_and_can_change_a_list_hook() -> None:
 
 def test_a_raising_wrapper_is_reported_and_the_answers_still_count() -> None:
     @hookimpl(wrapper=True)
-    def inferx_detect_platform() -> Generator[None, Any, Any]:
+    def inferx_platform() -> Generator[None, Any, Any]:
         yield
         raise RuntimeError("wrapper on fire")
 
@@ -127,10 +127,10 @@ def test_a_raising_wrapper_is_reported_and_the_answers_still_count() -> None:
         return Platform()
 
     pm = _pm(
-        ("ok", _module("ok", inferx_detect_platform=detect)),
-        ("bad-wrapper", _module("bad", inferx_detect_platform=inferx_detect_platform)),
+        ("ok", _module("ok", inferx_platform=detect)),
+        ("bad-wrapper", _module("bad", inferx_platform=inferx_platform)),
     )
-    assert [plugin for plugin, _ in pm.call_each("inferx_detect_platform")] == ["ok"]
+    assert [plugin for plugin, _ in pm.call_each("inferx_platform")] == ["ok"]
     assert [(f.plugin, f.error) for f in pm.hook_failures] == [
         ("bad-wrapper", "RuntimeError: wrapper on fire")
     ]
@@ -147,7 +147,7 @@ def test_pluggy_tracing_sees_every_hook_call() -> None:
     finally:
         undo()
     text = "".join(lines)
-    assert "inferx_register_engines" in text  # the registry, built for the dispatch
+    assert "inferx_engines" in text  # the registry, built for the dispatch
     assert "inferx_engine_metrics" in text and "finish inferx_engine_metrics" in text
 
 
@@ -168,10 +168,10 @@ def test_hookcall_monitoring_gets_the_plugins_and_the_result() -> None:
 # -- isolation and strict mode ---------------------------------------------------------
 def _raising_detector() -> Any:
     @hookimpl
-    def inferx_detect_platform() -> Platform:
+    def inferx_platform() -> Platform:
         raise RuntimeError("driver on fire")
 
-    return _module("flaky", inferx_detect_platform=inferx_detect_platform)
+    return _module("flaky", inferx_platform=inferx_platform)
 
 
 def test_a_raising_plugin_in_a_list_hook_is_recorded_by_name() -> None:
@@ -179,15 +179,15 @@ def test_a_raising_plugin_in_a_list_hook_is_recorded_by_name() -> None:
     def detect() -> Platform:
         return Platform()
 
-    pm = _pm(("ok", _module("ok", inferx_detect_platform=detect)), ("flaky", _raising_detector()))
-    assert [plugin for plugin, _ in pm.call_each("inferx_detect_platform")] == ["ok"]
-    assert [(f.plugin, f.hook) for f in pm.hook_failures] == [("flaky", "inferx_detect_platform")]
+    pm = _pm(("ok", _module("ok", inferx_platform=detect)), ("flaky", _raising_detector()))
+    assert [plugin for plugin, _ in pm.call_each("inferx_platform")] == ["ok"]
+    assert [(f.plugin, f.hook) for f in pm.hook_failures] == [("flaky", "inferx_platform")]
 
 
 def test_strict_mode_raises_naming_the_plugin() -> None:
     pm = _pm(("flaky", _raising_detector()), strict=True)
-    with pytest.raises(PluginHookError, match="'flaky' failed in inferx_detect_platform"):
-        pm.call_each("inferx_detect_platform")
+    with pytest.raises(PluginHookError, match="'flaky' failed in inferx_platform"):
+        pm.call_each("inferx_platform")
 
 
 # -- engine hooks reach the engine's own plugin --------------------------------------
@@ -238,7 +238,7 @@ def test_registries_are_built_once_and_rebuilt_after_a_registration() -> None:
     calls = {"engines": 0, "launchers": 0, "fixes": 0}
 
     @hookimpl
-    def inferx_register_engines() -> list[EngineInfo]:
+    def inferx_engines() -> list[EngineInfo]:
         calls["engines"] += 1
         return [EngineInfo(name="counted", description="counted")]
 
@@ -254,7 +254,7 @@ def test_registries_are_built_once_and_rebuilt_after_a_registration() -> None:
 
     counted = _module(
         "counted",
-        inferx_register_engines=inferx_register_engines,
+        inferx_engines=inferx_engines,
         inferx_launchers=inferx_launchers,
         inferx_container_fixes=inferx_container_fixes,
     )

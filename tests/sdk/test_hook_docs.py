@@ -309,13 +309,13 @@ def _check_server_timing(answer: Any, args: dict[str, Any], tmp_path: Path) -> N
 
 # What each hook's answer must be; a hook not listed here is only called.
 _ANSWER_CHECKS: dict[str, Callable[[Any, dict[str, Any], Path], None]] = {
-    "inferx_register_engines": _check_engines,
-    "inferx_detect_platform": _check_platform,
+    "inferx_engines": _check_engines,
+    "inferx_platform": _check_platform,
     "inferx_engine_launch_spec": _check_launch_spec,
     "inferx_engine_role_spec": _check_launch_spec,
     "inferx_engine_readiness": _check_readiness,
     "inferx_engine_metrics": _check_metrics,
-    "inferx_engine_check_argv": _check_argv_verdict,
+    "inferx_engine_argv_verdict": _check_argv_verdict,
     "inferx_engine_tokenize_endpoints": _check_tokenize,
     "inferx_engine_server_timing": _check_server_timing,
     "inferx_telemetry_samplers": _check_samplers,
@@ -338,14 +338,14 @@ OTHER_ANSWER = "the other engine's plugin answered"
 
 def _owning_its_engine(module: types.ModuleType, engine: str) -> None:
     """A section shows one engine hook; the plugin it belongs to also registers the engine."""
-    if hasattr(module, "inferx_register_engines"):
+    if hasattr(module, "inferx_engines"):
         return
 
     @hookimpl
-    def inferx_register_engines() -> list[EngineInfo]:
+    def inferx_engines() -> list[EngineInfo]:
         return [EngineInfo(name=engine, description="the docs example's engine")]
 
-    module.inferx_register_engines = inferx_register_engines  # type: ignore[attr-defined]
+    module.inferx_engines = inferx_engines  # type: ignore[attr-defined]
 
 
 def _other_engine_plugin(hook: str) -> types.ModuleType:
@@ -353,14 +353,14 @@ def _other_engine_plugin(hook: str) -> types.ModuleType:
     module = types.ModuleType("other_engine_plugin")
 
     @hookimpl
-    def inferx_register_engines() -> list[EngineInfo]:
+    def inferx_engines() -> list[EngineInfo]:
         return [EngineInfo(name=OTHER_ENGINE, description="another plugin's engine")]
 
     @hookimpl
     def answer(server: ServerConfig) -> str:
         return OTHER_ANSWER
 
-    module.inferx_register_engines = inferx_register_engines  # type: ignore[attr-defined]
+    module.inferx_engines = inferx_engines  # type: ignore[attr-defined]
     setattr(module, hook, answer)
     return module
 

@@ -33,10 +33,10 @@ def _module(name: str, **attrs: object) -> types.ModuleType:
 
 def _engine_plugin(name: str, engine: str) -> types.ModuleType:
     @hookimpl
-    def inferx_register_engines():
+    def inferx_engines():
         return [EngineInfo(name=engine, description=f"{engine} from {name}")]
 
-    return _module(name, inferx_register_engines=inferx_register_engines)
+    return _module(name, inferx_engines=inferx_engines)
 
 
 def test_shipped_plugins_load_ok() -> None:
@@ -135,12 +135,12 @@ def test_engine_claimed_by_two_distributions_names_both() -> None:
 
 def test_failing_detector_becomes_a_note_not_a_crash() -> None:
     @hookimpl
-    def inferx_detect_platform():
+    def inferx_platform():
         raise RuntimeError("driver on fire")
 
     pm = get_plugin_manager(
         env={"INFERX_PLUGINS": ""},
-        extra_plugins=[("flaky", _module("flaky", inferx_detect_platform=inferx_detect_platform))],
+        extra_plugins=[("flaky", _module("flaky", inferx_platform=inferx_platform))],
     )
     platform = detect_platform(pm)
     assert platform.host is not None  # the built-in host detector still answered
@@ -220,7 +220,7 @@ def test_same_distribution_twice_on_path_loads_once(tmp_path: Path) -> None:
                 from inferx_core.sdk.engine import EngineInfo
 
                 @hookimpl
-                def inferx_register_engines():
+                def inferx_engines():
                     return [EngineInfo(name="twice", description="seen twice")]
                 """
             )

@@ -19,7 +19,7 @@ GOOD = """
 from inferx_core import EngineInfo, LaunchSpec, hookimpl
 
 @hookimpl
-def inferx_register_engines():
+def inferx_engines():
     return [EngineInfo(name="kit-engine", description="kit test engine", default_port=9100)]
 
 @hookimpl
@@ -129,10 +129,10 @@ def test_a_failing_hook_fails_the_whole_check(
 from inferx_core import Accelerator, Platform
 
 @hookimpl
-def inferx_detect_platform():
+def inferx_platform():
     return Platform(accelerators=(Accelerator(vendor="x", index=0, name="X", extra={"n": 1}),))
 """
     )
     dist = _install(tmp_path, monkeypatch, source, readme="x" * 400)
-    with pytest.raises(Exception, match="inferx_detect_platform"):
+    with pytest.raises(Exception, match="inferx_platform"):
         plugin_kit.check_plugin(dist, [Platform()])

@@ -31,11 +31,11 @@ def test_plugin_loads_and_is_silent_without_amd(monkeypatch: pytest.MonkeyPatch)
     record = pm.record_for("rocm")
     assert record is not None and record.status == "ok"
     assert {
-        "inferx_detect_platform",
+        "inferx_platform",
         "inferx_telemetry_samplers",
         "inferx_container_fixes",
     } <= set(record.hooks)
-    answers = dict(pm.call_each("inferx_detect_platform"))
+    answers = dict(pm.call_each("inferx_platform"))
     result = answers.get("rocm")
     assert result is None or not (result.accelerators or result.notes)
 
@@ -197,7 +197,7 @@ def test_detection_through_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
     amd = fake.FakeAmdSmi([fake.mi355x() for _ in range(2)])
     monkeypatch.setitem(sys.modules, "amdsmi", amd.as_module())
     monkeypatch.setattr(smi, "amdgpu_arch_lines", lambda: ["gfx950:sramecc+:xnack-"] * 2)
-    platform = plugin.inferx_detect_platform()
+    platform = plugin.inferx_platform()
     assert [a.name for a in platform.accelerators] == ["AMD Instinct MI355X"] * 2
     assert platform.accelerators[1].arch_full == "gfx950:sramecc+:xnack-"
     # the doctor JSON round-trips through the platform loader (what --platform reads)

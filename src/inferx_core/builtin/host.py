@@ -40,7 +40,7 @@ def host_info() -> HostInfo:
 
 
 @hookimpl(trylast=True)
-def inferx_detect_platform() -> Platform:
+def inferx_platform() -> Platform:
     return Platform(host=host_info())
 
 

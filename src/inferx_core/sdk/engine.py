@@ -12,7 +12,7 @@ RolePorts = Callable[[Any, Any], Mapping[str, "int | tuple[int, int]"]]
 
 
 class EngineInfo(BaseModel):
-    """An engine a plugin can launch (registered with ``inferx_register_engines``)."""
+    """An engine a plugin can launch (registered with ``inferx_engines``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -1,5 +1,14 @@
 """Hook specifications: the whole contract between inferx-core and its plugins.
 
+Naming rule: every hook is named for what it answers, ``inferx_<noun>`` or
+``inferx_<subject>_<noun>`` (``inferx_engines``, ``inferx_platform``,
+``inferx_engine_launch_spec``, ``inferx_engine_argv_verdict``), never for
+what it does (no ``register_``, ``detect_``, ``check_``). Engine hooks begin
+``inferx_engine_``. Names that broke the rule were renamed before the first
+release; :data:`RENAMED_HOOKS` lists them and the plugin manager refuses a
+plugin that still implements one, naming the new name (no alias: pluggy
+would otherwise call it an unknown hook, or never call it).
+
 Every spec's docstring follows one template, checked by tests:
 
 - first line: what the hook answers;
@@ -13,7 +22,7 @@ Every spec's docstring follows one template, checked by tests:
 - ``Implement:`` who should implement it.
 
 Engine hooks (:data:`ENGINE_HOOKS`) are asked only of the plugin that
-registered ``server.engine`` through ``inferx_register_engines``, so an
+registered ``server.engine`` through ``inferx_engines``, so an
 implementation never has to check that the engine is its own.
 
 Implementations may accept any subset of the parameters (pluggy passes only
@@ -43,6 +52,14 @@ if TYPE_CHECKING:
     from inferx_core.sdk.server_timing_api import ServerTiming
     from inferx_core.sdk.tokenize_api import TokenizeEndpoint
 
+#: Old hook name -> its name now. A plugin implementing an old name is refused
+#: at registration with the new name in the message; the old one is not called.
+RENAMED_HOOKS: dict[str, str] = {
+    "inferx_register_engines": "inferx_engines",
+    "inferx_detect_platform": "inferx_platform",
+    "inferx_engine_check_argv": "inferx_engine_argv_verdict",
+}
+
 #: Hooks about one engine: the core calls them only on the plugin that
 #: registered ``server.engine`` (plus any wrapper), never on the others.
 ENGINE_HOOKS = frozenset(
@@ -51,7 +68,7 @@ ENGINE_HOOKS = frozenset(
         "inferx_engine_readiness",
         "inferx_engine_metrics",
         "inferx_engine_role_spec",
-        "inferx_engine_check_argv",
+        "inferx_engine_argv_verdict",
         "inferx_engine_tokenize_endpoints",
         "inferx_engine_server_timing",
     }
@@ -59,7 +76,7 @@ ENGINE_HOOKS = frozenset(
 
 
 @hookspec
-def inferx_register_engines() -> list[EngineInfo]:
+def inferx_engines() -> list[EngineInfo]:
     """Name and describe the engines this plugin can launch.
 
     When: once per plugin manager, when the core builds its engine registry
@@ -77,7 +94,7 @@ def inferx_register_engines() -> list[EngineInfo]:
 
 
 @hookspec
-def inferx_detect_platform() -> Platform | None:
+def inferx_platform() -> Platform | None:
     """Report the accelerators (and host facts) this plugin can see.
 
     When: once per run before any launch, and by ``inferx doctor``. Not
@@ -155,7 +172,7 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap | None:
 
 
 @hookspec(firstresult=True)
-def inferx_engine_check_argv(server: ServerConfig, spec: LaunchSpec) -> ArgvVerdict | None:
+def inferx_engine_argv_verdict(server: ServerConfig, spec: LaunchSpec) -> ArgvVerdict | None:
     """Ask the engine's own argument parser whether it accepts the launch's argv.
 
     When: ``inferx plan --check-args``, after fixes, for every server (and

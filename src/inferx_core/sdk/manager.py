@@ -125,6 +125,10 @@ class InferxPluginManager(pluggy.PluginManager):
     def load_plugin(self, obj: Any, record: PluginRecord) -> None:
         """Register ``obj`` under ``record.name`` and validate its hooks."""
         self.records.append(record)
+        renamed = old_hook_names(obj)
+        if renamed:
+            self._fail(record, renamed)
+            return
         try:
             self.register(obj, name=record.name)
         except Exception as exc:  # any plugin error is reported, not fatal
@@ -157,6 +161,9 @@ class InferxPluginManager(pluggy.PluginManager):
 
     # -- caching what is built from hook answers ---------------------------
     def register(self, plugin: Any, name: str | None = None) -> str | None:
+        renamed = old_hook_names(plugin)
+        if renamed:  # refused however it is registered, not only through load_plugin
+            raise PluginError(f"plugin {name or self.get_canonical_name(plugin)!r}: {renamed}")
         self._cache.clear()  # registries built from the old plugin set are stale
         return super().register(plugin, name)
 
@@ -178,7 +185,7 @@ class InferxPluginManager(pluggy.PluginManager):
             registry = EngineRegistry()
             registry.add_all(
                 (plugin, self.distribution_of(plugin), infos)
-                for plugin, infos in self.call_each("inferx_register_engines")
+                for plugin, infos in self.call_each("inferx_engines")
             )
             return registry
 
@@ -280,6 +287,23 @@ class InferxPluginManager(pluggy.PluginManager):
     def distribution_of(self, plugin_name: str) -> str:
         record = self.record_for(plugin_name)
         return record.distribution if record else "?"
+
+
+def old_hook_names(plugin: Any) -> str | None:
+    """One line naming each renamed hook ``plugin`` still implements, with its new name.
+
+    Old names are refused, never aliased: a plugin written against them would
+    otherwise fail as an "unknown hook" without the new name, or (without the
+    ``inferx_`` prefix rule) simply never be called.
+    """
+    stale = [
+        f"implements {old}, renamed {new}"
+        for old, new in hookspecs.RENAMED_HOOKS.items()
+        if callable(getattr(plugin, old, None))
+    ]
+    if not stale:
+        return None
+    return "; ".join(stale) + " (old hook names are refused: rename the function)"
 
 
 def _is_wrapper(impl: HookImpl) -> bool:

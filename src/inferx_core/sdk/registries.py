@@ -45,13 +45,13 @@ def engine_registry(pm: InferxPluginManager) -> EngineRegistry:
 def detect_platform(pm: InferxPluginManager) -> Platform:
     """Ask every detector and merge; a failing detector becomes a note, not a crash."""
     already_failed = len(pm.hook_failures)
-    pairs = pm.call_each("inferx_detect_platform")
+    pairs = pm.call_each("inferx_platform")
     answers = [platform for _, platform in pairs if isinstance(platform, Platform)]
-    wrong = _wrong_answers("inferx_detect_platform", pairs)  # not a Platform: a note too
+    wrong = _wrong_answers("inferx_platform", pairs)  # not a Platform: a note too
     failures = [
         Platform(notes=(PlatformNote(source=f.plugin, message=f"detection failed: {f.error}"),))
         for f in [*pm.hook_failures[already_failed:], *wrong]
-        if f.hook == "inferx_detect_platform"
+        if f.hook == "inferx_platform"
     ]
     return merge_platforms([*answers, *failures])
 
@@ -116,7 +116,7 @@ def launcher_named(pm: InferxPluginManager, name: str) -> tuple[str, LauncherInf
 # The hooks `inferx plugins` calls to check every plugin, and what each answer
 # must hold (a list of these; detection: one Platform).
 _CHECKED_LIST_HOOKS: dict[str, type] = {
-    "inferx_register_engines": EngineInfo,
+    "inferx_engines": EngineInfo,
     "inferx_container_fixes": Fix,
     "inferx_launchers": LauncherInfo,
     "inferx_executors": ExecutorInfo,
@@ -211,7 +211,7 @@ def check_hooks(pm: InferxPluginManager) -> list[HookFailure]:
     strict, pm.strict = pm.strict, False  # collect every failure, not just the first
     try:
         pm.engine_registry()  # built (and cached) first: its failures are not counted twice
-        for hook in ("inferx_detect_platform", *_CHECKED_LIST_HOOKS):
+        for hook in ("inferx_platform", *_CHECKED_LIST_HOOKS):
             pm.hook_failures.extend(_wrong_answers(hook, pm.call_each(hook)))
         pm.hook_failures.extend(_engine_hook_failures(pm))
     finally:

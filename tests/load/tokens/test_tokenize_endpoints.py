@@ -56,14 +56,14 @@ def engine_plugin(engine: str, endpoints: list[TokenizeEndpoint] | None) -> type
     module = types.ModuleType(f"{engine}_plugin")
 
     @hookimpl
-    def inferx_register_engines() -> list[EngineInfo]:
+    def inferx_engines() -> list[EngineInfo]:
         return [EngineInfo(name=engine, description=f"the {engine} engine")]
 
     @hookimpl
     def inferx_engine_tokenize_endpoints(server: ServerConfig | None) -> Any:
         return endpoints
 
-    module.inferx_register_engines = inferx_register_engines  # type: ignore[attr-defined]
+    module.inferx_engines = inferx_engines  # type: ignore[attr-defined]
     module.inferx_engine_tokenize_endpoints = inferx_engine_tokenize_endpoints  # type: ignore[attr-defined]
     return module
 

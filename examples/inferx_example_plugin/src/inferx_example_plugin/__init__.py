@@ -33,7 +33,7 @@ def find_tpu_devices(pattern: str = "/dev/accel*") -> list[str]:
 
 
 @hookimpl
-def inferx_detect_platform() -> Platform:
+def inferx_platform() -> Platform:
     devices = find_tpu_devices()
     if not devices:
         return Platform(
@@ -48,7 +48,7 @@ def inferx_detect_platform() -> Platform:
 
 
 @hookimpl
-def inferx_register_engines() -> list[EngineInfo]:
+def inferx_engines() -> list[EngineInfo]:
     return [
         EngineInfo(
             name=ENGINE,

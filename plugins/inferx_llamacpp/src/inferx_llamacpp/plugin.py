@@ -74,7 +74,7 @@ DEFAULT_SLOTS = 4
 
 
 @hookimpl
-def inferx_register_engines() -> list[EngineInfo]:
+def inferx_engines() -> list[EngineInfo]:
     return [
         EngineInfo(
             name=ENGINE,
@@ -273,7 +273,7 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
 
 
 @hookimpl
-def inferx_engine_check_argv(spec: LaunchSpec) -> ArgvVerdict:
+def inferx_engine_argv_verdict(spec: LaunchSpec) -> ArgvVerdict:
     """llama-server's own --help, from the binary the launch runs (``inferx plan --check-args``)."""
     return argv_check.check_launch(spec)
 

@@ -17,7 +17,7 @@ __all__ = ["SOURCE", "bare_arch", "detect_amd", "load_amdsmi"]
 
 
 @hookimpl
-def inferx_detect_platform() -> Platform | None:
+def inferx_platform() -> Platform | None:
     return detect_amd()
 
 

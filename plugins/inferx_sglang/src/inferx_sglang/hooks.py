@@ -25,7 +25,7 @@ from inferx_sglang import argv_check, launch, roles, server_timing
 
 
 @hookimpl
-def inferx_register_engines() -> list[EngineInfo]:
+def inferx_engines() -> list[EngineInfo]:
     # role_ports: the ports a deployment's process opens beside --port, booked by the core
     return [launch.engine_info().model_copy(update={"role_ports": roles.role_ports})]
 
@@ -41,7 +41,7 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
 
 
 @hookimpl
-def inferx_engine_check_argv(spec: LaunchSpec) -> ArgvVerdict:
+def inferx_engine_argv_verdict(spec: LaunchSpec) -> ArgvVerdict:
     """SGLang's own parser, in the interpreter the launch runs (``inferx plan --check-args``)."""
     return argv_check.check_launch(spec)
 

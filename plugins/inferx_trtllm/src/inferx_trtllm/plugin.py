@@ -162,7 +162,7 @@ def options(server: ServerConfig) -> TrtllmOptions:
 
 
 @hookimpl
-def inferx_register_engines() -> list[EngineInfo]:
+def inferx_engines() -> list[EngineInfo]:
     return [
         EngineInfo(
             name=ENGINE,

@@ -106,7 +106,7 @@ def _note(message: str) -> Platform:
 
 
 @hookimpl
-def inferx_detect_platform() -> Platform:
+def inferx_platform() -> Platform:
     return detect_nvidia()
 
 

@@ -10,14 +10,14 @@ from inferx_core.sdk.manager import InferxPluginManager
 
 def check_argv(pm: InferxPluginManager, server: ServerConfig, spec: LaunchSpec) -> ArgvVerdict:
     """The engine plugin's verdict on ``spec.argv``; a plugin that cannot check says so."""
-    _plugin, verdict = pm.call_first("inferx_engine_check_argv", server=server, spec=spec)
+    _plugin, verdict = pm.call_first("inferx_engine_argv_verdict", server=server, spec=spec)
     if verdict is None:
         return ArgvVerdict(
             engine=server.engine,
             accepted=None,
             message=(
                 f"the {server.engine} engine's plugin does not check argv "
-                "(it implements no inferx_engine_check_argv)"
+                "(it implements no inferx_engine_argv_verdict)"
             ),
         )
     return verdict

@@ -34,6 +34,7 @@ pytestmark = pytest.mark.engine
 
 REPLICAS = 2
 NUM_PROMPTS = 8
+CONCURRENCY = 2
 COMPLETION_LINE = '"POST /v1/completions HTTP/1.1" 200'
 
 
@@ -62,7 +63,7 @@ def deployment_yaml(root: Path, engine_python: Path) -> Path:
     base = demo_config(
         output_dir=root / "results",
         engine_python=str(engine_python),
-        concurrency=[2],
+        concurrency=[CONCURRENCY],
         isl=24,
         osl=8,
         num_prompts=NUM_PROMPTS,
@@ -154,12 +155,22 @@ def test_engines_and_the_router_report_their_own_metrics(deployment_run) -> None
     own, from its exporter, count the measured requests and spread them over both."""
     _, _, results = deployment_run
     result = read_result(results[0]).flat()
-    assert result["engine_metrics"]["requests_running"]["samples"] > 0
+    engine = result["engine_metrics"]
+    # readings of the replicas reach past both edges of the window (the router's port serves
+    # none): a counter's increase is read; a gauge may have no reading inside a point shorter
+    # than its interval (a quiet machine ran the 8 prompts in 0.23 s at 0.5 s), and then says so
+    assert engine["preemptions_total"]["increase"] is not None, engine
+    running = engine["requests_running"]
+    assert running["samples"] > 0 or "no finite reading inside the window" in running["why"]
     router = result["router_metrics"]
     workers = [f"http://127.0.0.1:{p['port']}" for p in launcher_view(results)["processes"][:2]]
     assert sorted(router["workers"]) == sorted(workers)
     served = [router["workers"][w]["successes_total"] for w in workers]
-    assert sum(served) == pytest.approx(router["requests_total"]["increase"])
+    # The router counts a request when it takes it, a worker's outcome when the worker has
+    # answered: at each window edge the two differ by the requests then in flight (at most the
+    # concurrency), so their interpolated increases agree within one concurrency, not exactly
+    # (a CI run saw 6.74 served against 6.11 taken).
+    assert sum(served) == pytest.approx(router["requests_total"]["increase"], abs=CONCURRENCY)
     # the router counts a streamed request when its worker answers (headers): the window
     # opens at the first send, so the edge's interpolation may miss up to a concurrency's
     assert sum(served) == pytest.approx(NUM_PROMPTS, abs=2), router

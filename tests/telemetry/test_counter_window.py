@@ -101,3 +101,15 @@ def test_whatever_the_readings_the_increase_is_finite_and_never_negative(
     rows = [(k * 10, {KEY: v}) for k, v in enumerate(values)]
     got = counter_increase(rows, KEY, start, start + length)
     assert got is None or (got >= 0 and got == got and got != float("inf"))
+
+
+def test_a_gauge_with_no_reading_inside_a_short_window_is_null_and_says_why() -> None:
+    """A 0.23 s point sampled every 0.5 s can fall between two readings: the gauge's
+    statistics are null with the reason, while a counter is still read at the edges."""
+    gauge, counter = "engine.requests_running", "engine.preemptions_total"
+    rows = [(0, {gauge: 1.0, counter: 0.0}), (500, {gauge: 2.0, counter: 10.0})]
+    out = summarize_prefix(rows, "engine.", 100, 330)
+    running = out["requests_running"]
+    assert running["mean"] is None and running["samples"] == 0
+    assert "no finite reading inside the window" in running["why"]
+    assert out["preemptions_total"]["increase"] == 10.0 * 230 / 500

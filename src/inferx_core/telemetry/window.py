@@ -87,8 +87,12 @@ def stats(values: list[float]) -> dict[str, Any]:
     """Mean, median, min, max of the finite ``values``; a statistic that overflows is None
     and ``why`` says so."""
     finite = [v for v in values if _finite(v)]
-    if not finite:
-        return {"mean": None, "median": None, "min": None, "max": None, "samples": 0}
+    if not finite:  # a point shorter than the sampling interval can fall between two readings
+        why = (
+            "no finite reading inside the window"
+            " (a window shorter than the sampling interval can have none)"
+        )
+        return {"mean": None, "median": None, "min": None, "max": None, "samples": 0, "why": why}
     arr = np.asarray(finite, dtype=float)
     with np.errstate(over="ignore", invalid="ignore"):
         out: dict[str, Any] = {

@@ -7,10 +7,14 @@ Several configurations that ask for the same resources go out as one job
 array. The batch script holds no secret: secret values are set only in
 sbatch's environment and reach the job through ``--export=ALL``.
 
-Container jobs (``--container-image`` or a config with ``image:``) start the
-engine through the ``srun`` launcher, which adds pyxis' ``--container-image``
-and ``--container-mounts``; the runner itself stays on the node, outside the
-engine's image.
+Container jobs (``--container-image``, or a config with ``image:`` where the
+cluster's srun has pyxis) start the engine through the ``srun`` launcher, which
+adds pyxis' ``--container-image`` and ``--container-mounts``; the runner itself
+stays on the node, outside the engine's image. Without pyxis (``srun --help``
+lists no ``--container-image``; or ``container_runtime=docker``) a ``launcher:
+docker`` config runs ``docker run`` inside the job step: the container carries
+the job's id as a label (``inferx.slurm.job``), and scancel's SIGTERM reaches the
+runner, which stops and removes it by its launch label, as on Ctrl-C.
 
 State is read with ``squeue`` (which keeps ended jobs for ``MinJobAge``),
 then ``sacct`` where accounting is on, then the status file the job itself
@@ -42,6 +46,7 @@ from inferx_core.executors.jobs import (
     read_status,
     secret_environment,
 )
+from inferx_core.executors.slurm_runtime import uses_pyxis
 from inferx_core.executors.slurm_script import (
     CONTAINER_MOUNTS_ENV,
     JobGroup,
@@ -114,7 +119,8 @@ class SlurmExecutor:
         self, configs: list[RunConfig], output_dir: Path | None
     ) -> tuple[Plan, Path, list[JobGroup], dict[str, str], dict[str, Any]]:
         plan = plan_units(configs, output_dir, deployments=True)
-        plan.units = [unit_config(u, self.options) for u in plan.units]
+        pyxis = any(u.config.launcher == "docker" for u in plan.units) and uses_pyxis(self.options)
+        plan.units = [unit_config(u, self.options, pyxis=pyxis) for u in plan.units]
         deployments = [u.server for u in plan.units if u.config.deployment is not None]
         if deployments and self.options.client_nodes:
             raise ExecutorError(

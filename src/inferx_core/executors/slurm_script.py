@@ -32,6 +32,7 @@ __all__ = [
 
 #: Where the srun launcher reads extra pyxis mounts from inside the job.
 CONTAINER_MOUNTS_ENV = "INFERX_CONTAINER_MOUNTS"
+CONTAINER_RUNTIMES = ("auto", "pyxis", "docker")
 
 
 @dataclass
@@ -56,6 +57,10 @@ class SlurmOptions:
     #: nodes of a deployment's job; None: one per engine process (nodes_needed); fewer
     #: packs the processes onto them in turn (1: all on one node)
     nodes: int | None = None
+    #: how a config's ``launcher: docker`` runs in the job: ``pyxis`` (srun
+    #: --container-image), ``docker`` (docker run inside the job step), ``auto``: pyxis
+    #: where this cluster's srun has it (its --help lists --container-image), else docker
+    container_runtime: str = "auto"
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> SlurmOptions:
@@ -93,6 +98,11 @@ class SlurmOptions:
                 raise ExecutorError(f"{name} must be >= 0")
         if self.nodes is not None and self.nodes < 1:
             raise ExecutorError("nodes must be >= 1")
+        if self.container_runtime not in CONTAINER_RUNTIMES:
+            raise ExecutorError(
+                f"slurm option container_runtime={self.container_runtime!r}: "
+                f"one of {', '.join(CONTAINER_RUNTIMES)}"
+            )
 
 
 def default_inferx_command() -> list[str]:
@@ -118,10 +128,15 @@ class JobGroup:
         return len(self.units) > 1
 
 
-def unit_config(unit: JobUnit, opts: SlurmOptions) -> JobUnit:
-    """Container jobs start the engine with srun + pyxis instead of docker."""
+def unit_config(unit: JobUnit, opts: SlurmOptions, *, pyxis: bool = False) -> JobUnit:
+    """Container jobs start the engine with srun + pyxis: ``--container-image``, an srun
+    config with ``image:``, or ``launcher: docker`` where ``pyxis`` (the option
+    ``container_runtime``, or its auto-detection by the executor). Without pyxis a docker
+    config stays docker: ``docker run`` inside the job step, which the runner stops and
+    removes by its label when scancel's SIGTERM reaches it."""
     cfg = unit.config
-    image = opts.container_image or (cfg.image if cfg.launcher in ("docker", "srun") else None)
+    boxed = cfg.launcher == "srun" or (cfg.launcher == "docker" and pyxis)
+    image = opts.container_image or (cfg.image if boxed else None)
     if image is None:
         return unit
     cfg = cfg.model_copy(update={"image": image, "launcher": "srun"})

@@ -15,7 +15,10 @@ unchanged in a container.
 Every container carries InferX's launch label (``inferx.launch=<id>``, one id
 per start) and is stopped and removed by that label, not by its name, on
 every exit path: a normal stop, a second Ctrl-C (``docker rm -f``), and
-InferX's death (the watchdog runs the same removal). Before the start the
+InferX's death (the watchdog runs the same removal). Inside a SLURM job the
+container also carries the job's id (``inferx.slurm.job``): scancel's SIGTERM
+ends the runner, which removes the container as on Ctrl-C (docs/containers.md).
+Before the start the
 daemon and the image are checked (one line with the fix each); the image is
 never pulled: its versions are read from it first
 (:mod:`inferx_core.launch.image_versions`) and land in ``describe()``, which
@@ -55,6 +58,9 @@ from inferx_core.sdk.launch_spec import LaunchSpec, Mount
 CONTAINER_RUN_DIR = "/inferx/run"
 #: The launch label's value in ``describe()`` (each start makes its own id).
 LAUNCH_ID_PLACEHOLDER = "<id of each start>"
+#: Started inside a SLURM job, a container also carries the job's id: what a cluster's
+#: epilog (or a person) removes by, should the whole step be killed at once.
+SLURM_JOB_LABEL = "inferx.slurm.job"
 
 
 def container_name(spec: LaunchSpec) -> str:
@@ -79,7 +85,12 @@ def argv_mounts(spec: LaunchSpec) -> tuple[Mount, ...]:
 
 
 def docker_run_argv(
-    spec: LaunchSpec, run_dir: Path, *, docker: str = "docker", launch_id: str = ""
+    spec: LaunchSpec,
+    run_dir: Path,
+    *,
+    docker: str = "docker",
+    launch_id: str = "",
+    slurm_job: str = "",
 ) -> list[str]:
     """The exact ``docker run`` command for ``spec`` (tested as data; see module doc)."""
     if spec.image is None:
@@ -111,6 +122,8 @@ def docker_run_argv(
         argv += ["-w", spec.workdir]
     for key, label in sorted(spec.labels.items()):
         argv += ["--label", f"inferx.{key}={label}"]
+    if slurm_job:
+        argv += ["--label", f"{SLURM_JOB_LABEL}={slurm_job}"]
     argv.append(image)
     argv += list(spec.argv)
     return argv
@@ -182,7 +195,7 @@ class DockerLauncher:
     def describe(self, spec: LaunchSpec, run_dir: Path) -> dict[str, Any]:
         return {
             "launcher": self.name,
-            "argv": docker_run_argv(spec, run_dir),
+            "argv": docker_run_argv(spec, run_dir, slurm_job=os.environ.get("SLURM_JOB_ID", "")),
             "env": dict(resolve_run_dir(spec, CONTAINER_RUN_DIR).env),
             "log": str(run_dir / LOG_NAME),
             "image": image_view(spec.image) if spec.image else None,
@@ -197,7 +210,8 @@ class DockerLauncher:
             if not mount.read_only and not Path(mount.host_path).exists():
                 Path(mount.host_path).mkdir(parents=True, exist_ok=True)
         launch_id = uuid.uuid4().hex
-        argv = docker_run_argv(spec, run_dir, launch_id=launch_id)
+        slurm_job = os.environ.get("SLURM_JOB_ID", "")
+        argv = docker_run_argv(spec, run_dir, launch_id=launch_id, slurm_job=slurm_job)
         log_path = run_dir / LOG_NAME
         # The docker client gets the engine env: `-e NAME` reads values from it.
         env = engine_environment(resolve_run_dir(spec, CONTAINER_RUN_DIR), os.environ)

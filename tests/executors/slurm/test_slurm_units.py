@@ -165,7 +165,7 @@ def test_describe_groups_by_gpus_and_moves_images_to_srun(tmp_path: Path) -> Non
         cfg(name="b", parallelism={"tp": 2}),
         cfg(name="c", parallelism={"tp": 4}, image="vllm/vllm-openai:v0", launcher="docker"),
     ]
-    view = SlurmExecutor({}).describe(configs, tmp_path)
+    view = SlurmExecutor({"container_runtime": "pyxis"}).describe(configs, tmp_path)
     jobs = view["jobs"]
     assert [(j["gpus_per_node"], j["array"], len(j["tasks"])) for j in jobs] == [
         (2, True, 2),
@@ -333,6 +333,8 @@ def test_cli_plan_prints_the_batch_script_and_writes_nothing(tmp_path: Path) -> 
         "--container-mounts",
         "/models:/models",
         "--sbatch-arg=--exclusive",
+        "--executor-opt",
+        "container_runtime=pyxis",  # auto: this machine's srun has no pyxis
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr

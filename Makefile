@@ -53,12 +53,13 @@ test-fast: $(STAMP)
 # real engine: the demo's doctor table and run leave it out. The demo runs one
 # sweep on both real engines (results/demo/vllm, results/demo/llamacpp), one
 # report shows them side by side, and `inferx compare` puts llama.cpp against vLLM.
+# scripts/demo-lanes starts the llama-server build first, in the background, and
+# runs the vLLM lane (install, then its sweep) beside it: a new machine measures
+# while llama.cpp compiles (a line per stage with the elapsed time, the compile's
+# progress every minute); the llama.cpp lane follows once the binary is built.
 DEMO_ENV := INFERX_DISABLE_PLUGINS=example-tpu
-demo: install engine llama-server
-	$(DEMO_ENV) $(BIN)/inferx doctor
-	$(DEMO_ENV) $(BIN)/inferx demo --output results/demo
-	$(DEMO_ENV) $(BIN)/inferx report results/demo --output results/demo/report
-	$(DEMO_ENV) $(BIN)/inferx compare results/demo/vllm results/demo/llamacpp
+demo:
+	MAKE='$(MAKE)' BIN='$(BIN)' DEMO_ENV='$(DEMO_ENV)' scripts/demo-lanes
 
 # Also what InferX created in the user's cache: the demo model, the engine
 # venvs of `inferx engine install`, the fixes' persistent caches (a folder

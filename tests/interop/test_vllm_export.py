@@ -168,8 +168,12 @@ def test_detailed_adds_the_per_request_lists(bench_dir: Path) -> None:
     data = vllm_bench_result(_result_for(records, bench_dir), records, detailed=True)
     assert data["ttfts"] == pytest.approx([0.010]) and data["itls"] == [pytest.approx([0.004])]
     assert data["input_lens"] == [10] and data["output_lens"] == [2] and data["errors"] == [""]
-    assert "generated_texts" not in data  # InferX keeps no text; said in the notes
-    assert any("generated_texts" in n for n in data["inferx"]["notes"])
+    # vLLM's key, one null per request: InferX keeps no text, and the notes say so
+    assert data["generated_texts"] == [None]
+    assert any("generated_texts: null" in n for n in data["inferx"]["notes"])
+    detailed = ["input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times",
+                "queue_times", "generated_texts", "errors"]  # fmt: skip
+    assert [k for k in data if k in detailed] == detailed  # in vLLM's order
 
 
 gaps = st.lists(st.integers(min_value=0, max_value=50 * MS), min_size=1, max_size=6)
@@ -222,3 +226,52 @@ def test_spec_decode_keys_only_when_the_window_had_draft_tokens_as_vllm_writes_t
     assert fields["spec_decode_acceptance_rate"] is None  # out of bounds in the window
     assert (fields["spec_decode_num_drafts"], fields["spec_decode_draft_tokens"]) == (100, 199)
     assert fields["spec_decode_per_position_acceptance_rates"] == [0.8, 0.6]
+
+
+def test_a_ramped_point_carries_vllms_rps_change_events(bench_dir: Path) -> None:
+    """vLLM's linear ramp from 1 to 4 req/s over 4 arrivals: rates 1, 2, 3, 4 at progress
+    0, 1/3, 2/3, 1; an event for the start, then one per whole rate as it is reached,
+    stamped with the arrival's scheduled wall-clock time (local ISO)."""
+    import datetime as dt
+
+    records = [
+        _record(i, (i * 100 + 1) * MS, [(i * 100 + 5) * MS, (i * 100 + 6) * MS], usage=2,
+                scheduled_ns=i * 100 * MS)
+        for i in range(4)
+    ]  # fmt: skip
+    result = _result_for(records, bench_dir, mode="open", concurrency=None, request_rate=4.0)
+    config = dict(result.provenance.config or {})
+    config["load"] = {**(config.get("load") or {}), "ramp": "linear", "ramp_start_rps": 1}
+    prov = result.provenance.model_copy(update={"config": config})
+    result = result.model_copy(update={"provenance": prov})
+    data = vllm_bench_result(result, records)
+    events = data["rps_change_events"]
+    assert [e["rps"] for e in events] == [1, 2, 3, 4]
+    start = result.load.benchmark_start_time_unix
+    # window start = first send (1 ms); arrival i is scheduled at i * 100 ms
+    when = [dt.datetime.fromisoformat(e["timestamp"]).timestamp() - start for e in events]
+    assert when == pytest.approx([-0.001, 0.099, 0.199, 0.299], abs=1e-5)
+    keys = list(data)  # after vLLM's benchmark result, before its statistics
+    assert keys.index("rtfx") < keys.index("rps_change_events") < keys.index("mean_ttft_ms")
+    plain = _result_for(records, bench_dir, mode="open", concurrency=None, request_rate=4.0)
+    unramped = vllm_bench_result(plain, records)
+    assert "rps_change_events" not in unramped
+
+
+def test_the_anatomy_goes_under_inferx_and_spec_keys_precede_the_statistics(
+    bench_dir: Path,
+) -> None:
+    from inferx_core.metrics.anatomy import anatomy
+
+    records = [_record(0, 0, [10 * MS, 14 * MS], usage=2)]
+    records[0].server_figures = {"queue_ms": 1.0, "ttft_ms": 6.0, "decode_ms": 4.0}
+    an = anatomy(records, "vllm")
+    result = _result_for(records, bench_dir).model_copy(update={"anatomy": an})
+    window = {"source": "counters", "acceptance_rate": 0.5, "mean_acceptance_length": 2.0,
+              "acceptance_per_position": [0.5], "drafts": 10.0, "draft_tokens": 10.0,
+              "accepted_tokens": 5.0}  # fmt: skip
+    result = result.model_copy(update={"telemetry": _with_spec_window(window).telemetry})
+    data = vllm_bench_result(result, records)
+    assert data["inferx"]["anatomy"]["rest_ms"]["median"] == pytest.approx(3.0)
+    keys = list(data)
+    assert keys.index("spec_decode_per_position_acceptance_rates") < keys.index("mean_ttft_ms")

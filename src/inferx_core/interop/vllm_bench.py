@@ -22,6 +22,15 @@ tokens, as vLLM writes them; they come from InferX's own counter window (its edg
 interpolated between scrapes, so the counts are rounded), and a figure out of its
 bounds is null there, never vLLM's impossible number.
 
+A ramped open loop (``load.ramp``) also gets vLLM's ``rps_change_events``: the
+ramp's start rate, then each whole rate as the ramp reaches it (the rate of
+arrival i at progress i / (n - 1), as vLLM and InferX's scheduler compute it),
+stamped with that arrival's scheduled wall-clock time (local ISO time, as vLLM
+stamps it). With ``detailed``, ``generated_texts`` is one null per request:
+InferX keeps no text, so the key is there and says so instead of inventing one.
+The keys come in vLLM's order (its setup, its benchmark result, the ramp's
+events, the speculative keys, then the statistics).
+
 The equivalent vLLM command has ``--percentile-metrics ttft,tpot,itl,e2el``
 (plus ``client_queue_time,e2el_including_client_queue`` when a concurrency cap
 is set) and ``--metric-percentiles`` set to the point's percentiles. The two
@@ -41,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.arrivals import Ramp
 from inferx_core.metrics.stats import percentile_word
 from inferx_core.results.flat import vllm_burstiness
 from inferx_core.results.model import PointResultBase
@@ -195,6 +205,7 @@ def _per_request(outputs: Sequence[VllmOutput]) -> dict[str, Any]:
         "latencies": [o.latency for o in outputs],
         "start_times": [o.start_time for o in outputs],
         "queue_times": None if None in queue else queue,
+        "generated_texts": [None] * len(outputs),  # not kept (the notes say so)
         "errors": [o.error for o in outputs],
     }
 
@@ -278,6 +289,10 @@ def vllm_bench_result(
     peak_tokens, peak_running = _peaks(outputs)
     out |= {"max_output_tokens_per_s": peak_tokens, "max_concurrent_requests": peak_running}
     out["rtfx"] = 0.0  # audio only
+    events = rps_change_events(result, measured, window_start)
+    if events is not None:
+        out["rps_change_events"] = events
+    out |= spec_decode_fields(result)  # vLLM writes these before its statistics
     out |= _latency_stats(
         outputs,
         result.latency.percentiles,
@@ -287,11 +302,43 @@ def vllm_bench_result(
     if not detailed:
         for key in DETAILED_KEYS:
             out.pop(key, None)
-    out |= spec_decode_fields(result)
     out["benchmark_start_time_unix"] = load.benchmark_start_time_unix
     out["benchmark_end_time_unix"] = load.benchmark_end_time_unix
     out[INFERX_KEY] = _inferx_facts(result, outputs, detailed)
     return out
+
+
+def _ramp(result: PointResultBase) -> tuple[str, float] | None:
+    """(kind, start rps) of a ramped open-loop point, else None."""
+    load_cfg = (result.provenance.config or {}).get("load") or {}
+    kind, start = load_cfg.get("ramp"), load_cfg.get("ramp_start_rps")
+    if result.identity.mode != "open" or kind not in ("linear", "exponential"):
+        return None
+    return (kind, float(start)) if isinstance(start, (int, float)) and start > 0 else None
+
+
+def rps_change_events(
+    result: PointResultBase, measured: Sequence[RequestRecord], window_start_ns: int
+) -> list[dict[str, Any]] | None:
+    """vLLM's ``rps_change_events`` of a ramped point (see the module doc); None unramped."""
+    ramp, rate, start_unix = _ramp(result), result.identity.request_rate, None
+    if result.load is not None:
+        start_unix = result.load.benchmark_start_time_unix
+    if ramp is None or rate is None or start_unix is None or not measured:
+        return None
+    arrivals = sorted(r.send_ns if r.scheduled_ns is None else r.scheduled_ns for r in measured)
+    shape = Ramp(ramp[0], ramp[1], len(arrivals))  # type: ignore[arg-type]  # checked in _ramp
+
+    def stamp(ns: int) -> str:
+        return dt.datetime.fromtimestamp(start_unix + (ns - window_start_ns) / 1e9).isoformat()
+
+    last = int(ramp[1])
+    events: list[dict[str, Any]] = [{"rps": last, "timestamp": stamp(arrivals[0])}]
+    for i, ns in enumerate(arrivals):
+        now = int(shape.rate(i, rate))
+        events += [{"rps": v, "timestamp": stamp(ns)} for v in range(last + 1, now + 1)]
+        last = max(last, now)
+    return events
 
 
 def _count(value: Any) -> int | None:
@@ -324,7 +371,7 @@ def _inferx_facts(
 ) -> dict[str, Any]:
     notes = []
     if detailed:
-        notes.append("generated_texts: InferX does not keep the generated text")
+        notes.append("generated_texts: null: InferX does not keep the generated text")
     if any(o.client_queue_time is None for o in outputs):
         notes.append("queue_times: the records predate scheduled_ns; queueing unknown")
     slo = result.load.slo if result.load is not None else {}
@@ -344,4 +391,6 @@ def _inferx_facts(
     }
     if result.reasoning is not None:  # vLLM has no reasoning keys: InferX's, flat names
         facts["reasoning"] = result.reasoning.flat()
+    if result.anatomy is not None:  # the engine's own clock: vLLM's bench keeps none of it
+        facts["anatomy"] = result.anatomy.model_dump(mode="json")
     return facts

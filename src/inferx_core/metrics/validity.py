@@ -22,6 +22,7 @@ from inferx_core.load.schedule.client_load import ClientLoad, WorkerLoad
 from inferx_core.load.transport.usage import usage_disagreement
 from inferx_core.metrics.requests import short_reply
 from inferx_core.metrics.schedule import ScheduleKeeping, schedule_keeping
+from inferx_core.metrics.spec_gaps import zero_gap_limit
 from inferx_core.metrics.stats import percentile_word
 
 Severity = Literal["invalidates", "marks"]
@@ -106,21 +107,6 @@ def _judged(n: int, minimum: int) -> tuple[Severity, str]:
     return "marks", f" (only {n}; {minimum} needed to invalidate)"
 
 
-def _zero_gap_limit(limit: float, step_tokens: float | None) -> tuple[float, str]:
-    """The share of zero chunk gaps a point may have. A speculative server verifies
-    ``step_tokens`` tokens per step on average (its mean acceptance length, from its own
-    counters) and may write them as separate chunks at once (llama-server does: 26% of
-    gaps 0 at a length of 2.6), so up to ``1 - 1/length`` of the gaps are 0 by the
-    server's doing, not the client's reads."""
-    if step_tokens is None or not math.isfinite(step_tokens) or step_tokens <= 1:
-        return limit, ""
-    allowed = 1 - 1 / step_tokens
-    if allowed <= limit:
-        return limit, ""
-    why = f" (allowed up to {allowed:.0%}: {step_tokens:.2f} tokens per speculative step)"
-    return allowed, why
-
-
 def _coalescing(
     flat: Mapping[str, Any],
     ok: Sequence[RequestRecord],
@@ -130,7 +116,7 @@ def _coalescing(
 ):
     zero = flat.get("itl_zero_gap_fraction")
     severity, few = _judged(n_gaps, MIN_GAPS_TO_JUDGE)
-    limit, allowance = _zero_gap_limit(limits.max_zero_gap_fraction, step_tokens)
+    limit, allowance = zero_gap_limit(limits.max_zero_gap_fraction, ok, step_tokens)
     yield _check(
         "chunk_coalescing",
         zero,
@@ -461,7 +447,7 @@ def assess(
     (a reply that stops short fails). The open-loop checks run for every point whose
     requests carry a schedule (a rate, a stage, a trace, multi-turn arrivals).
     ``step_tokens``: a speculative server's measured mean acceptance length, which
-    allows that share of zero chunk gaps (:func:`_zero_gap_limit`)."""
+    allows that share of zero chunk gaps (:func:`inferx_core.metrics.spec_gaps.zero_gap_limit`)."""
     limits = limits or ValidityLimits()
     measured = [r for r in records if not r.warmup]
     ok = [r for r in measured if r.ok]

@@ -60,3 +60,79 @@ def test_the_client_layer_and_no_move() -> None:
     assert still is not None and still["layer"] is None
     assert "no layer moved beyond the noise floor" in still["summary"]
     assert layer_moved(a, None) is None
+
+
+# -- inferx report: the layer that moved between adjacent load points of a series ----------
+
+
+def _write_series(folder: Path) -> None:
+    """A sweep of one server (c1, c2, c8: the queue grows, then c16 with no anatomy) and a
+    second series (another model) at c1 and c8 whose client-side rest grew."""
+    folder.mkdir(parents=True)
+    points = [
+        ("srv-c1", 1, "org/Model-8B", _anatomy(queue=0.1, server=30.0, rest=20.0)),
+        ("srv-c2", 2, "org/Model-8B", _anatomy(queue=0.2, server=30.5, rest=20.2)),
+        ("srv-c8", 8, "org/Model-8B", _anatomy(queue=800.0, server=35.0, rest=50.0)),
+        ("srv-c16", 16, "org/Model-8B", None),
+        ("other-c1", 1, "org/Other-1B", _anatomy(queue=0.1, server=10.0, rest=5.0)),
+        ("other-c8", 8, "org/Other-1B", _anatomy(queue=0.5, server=11.0, rest=60.0)),
+    ]
+    for pid, conc, model, an in points:
+        result = make_model(pid, concurrency=conc, model=model).model_copy(update={"anatomy": an})
+        (folder / f"{pid}.json").write_text(json.dumps(result.model_dump(mode="json")))
+
+
+def test_report_names_the_layer_that_moved_along_each_series_in_every_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import csv
+
+    from inferx_core.report import write_report
+
+    _write_series(tmp_path / "runs")
+    files = write_report([tmp_path / "runs"], tmp_path / "out", plots=False)
+    with files.csv.open(newline="") as handle:
+        rows = {r["point_id"]: r for r in csv.DictReader(handle)}
+    # the first point of a series has no step; c2 moved within the noise floor (none named)
+    assert rows["srv-c1"]["ttft_layer_from"] == "" and rows["srv-c1"]["ttft_layer"] == ""
+    assert rows["srv-c2"]["ttft_layer_from"] == "srv-c1" and rows["srv-c2"]["ttft_layer"] == ""
+    assert "no layer moved beyond the noise floor" in rows["srv-c2"]["ttft_layer_summary"]
+    c8 = rows["srv-c8"]
+    assert (c8["ttft_layer_from"], c8["ttft_layer"]) == ("srv-c2", "queue")
+    assert float(c8["ttft_layer_change_ms"]) == pytest.approx(799.8)
+    assert c8["ttft_layer_summary"].startswith("from srv-c2: TTFT median")
+    # no anatomy at c16 (its engine reported no per-request timing): nothing to name
+    assert rows["srv-c16"]["ttft_layer_summary"] == ""
+    # another series is never compared with this one: its own first point has no step
+    assert rows["other-c1"]["ttft_layer_from"] == ""
+    assert (rows["other-c8"]["ttft_layer"], rows["other-c8"]["ttft_layer_from"]) == (
+        "client",
+        "other-c1",
+    )
+    page = files.html.read_text()
+    assert 'id="ttft-layers"' in page and "TTFT layer moved" in page
+    assert "srv-c8 TTFT layer: from srv-c2: TTFT median" in page
+    assert "queue +799.8 ms" in page and "client +55.0 ms" in page
+    # the console (inferx report) and --json carry it too
+    main(["report", str(tmp_path / "runs"), "--output", str(tmp_path / "out2"), "--no-plots"])
+    out = capsys.readouterr().out
+    assert "srv-c8 TTFT layer: from srv-c2:" in out and "the queue layer moved most" in out
+    assert "other-c8 TTFT layer: from other-c1:" in out and "the client layer moved most" in out
+    main(["report", str(tmp_path / "runs"), "--output", str(tmp_path / "out3"), "--json"])
+    printed = {r["point_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert printed["srv-c8"]["ttft_layer"] == "queue"
+    assert printed["srv-c1"]["ttft_layer"] is None
+
+
+def test_a_report_without_anatomies_shows_no_layer_column_nor_section(tmp_path: Path) -> None:
+    from inferx_core.report import write_report
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for pid, conc in (("srv-c1", 1), ("srv-c8", 8)):
+        result = make_model(pid, concurrency=conc)
+        (folder / f"{pid}.json").write_text(json.dumps(result.model_dump(mode="json")))
+    files = write_report([folder], tmp_path / "out", plots=False)
+    page = files.html.read_text()
+    assert "ttft-layers" not in page and "TTFT layer moved" not in page
+    assert all(r["ttft_layer_summary"] is None for r in files.rows)

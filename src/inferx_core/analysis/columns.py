@@ -11,7 +11,9 @@ Each column says where its value comes from:
 - ``repeats``: the spread over a point's repeats (``points.repeat_columns``);
 - ``metric``: the result's own figure under its flat (vLLM) name (``result.flat()``);
 - ``accuracy``: the accuracy measured on the point's server (``report.accuracy``);
-- ``pareto``: the frontier flags (``points.mark_pareto``).
+- ``pareto``: the frontier flags (``points.mark_pareto``);
+- ``layers``: the layer of the TTFT that moved from the series' previous load point
+  (``layers.layer_steps``, from the results' anatomies).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Literal
 
 __all__ = ["ACCURACY_FIELDS", "METRIC_FIELDS", "ROW_COLUMNS", "column_names"]
 
-Source = Literal["point", "row", "cost", "repeats", "metric", "accuracy", "pareto"]
+Source = Literal["point", "row", "cost", "repeats", "metric", "accuracy", "pareto", "layers"]
 
 #: (column, where its value comes from), in CSV order.
 ROW_COLUMNS: tuple[tuple[str, Source], ...] = (
@@ -84,6 +86,12 @@ ROW_COLUMNS: tuple[tuple[str, Source], ...] = (
     # speculative decoding (empty otherwise): acceptance over the measured window
     ("spec_acceptance_rate", "metric"),
     ("spec_mean_acceptance_length", "metric"),
+    # the engine's own clock (empty without it): which layer of the TTFT moved from the
+    # previous load point of the series (queue, prefill or client) and by how much
+    ("ttft_layer_from", "layers"),
+    ("ttft_layer", "layers"),
+    ("ttft_layer_change_ms", "layers"),
+    ("ttft_layer_summary", "layers"),
     ("usd_per_gpu_hour", "cost"),
     ("price_source", "cost"),
     ("cost_per_mtok_total", "cost"),

@@ -8,15 +8,22 @@ of the first three changes (up to the medians' own arithmetic); the layer
 named is the one whose median moved most in milliseconds. Decode is reported
 beside it (a per-token time, not a part of the TTFT) when it moved by more
 than the noise floor.
+
+In a report of many points (:func:`layer_steps`) the two runs are adjacent load
+points of one series (the same server configuration and scenario, one load
+mode, in load order): each point names the layer that moved from the point
+before it, so a sweep reads as where its TTFT went as the load grew. A point
+whose neighbour, or itself, has no anatomy gets no step (nothing to name).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from inferx_core.metrics.anatomy import LAYERS, Anatomy
 
-__all__ = ["TTFT_LAYERS", "layer_moved"]
+__all__ = ["STEP_FIELDS", "TTFT_LAYERS", "layer_moved", "layer_steps"]
 
 #: The layers whose sum is the client's TTFT.
 TTFT_LAYERS = ("queue", "prefill", "client")
@@ -64,3 +71,35 @@ def layer_moved(a: Anatomy | None, b: Anatomy | None, noise: float = 0.05) -> di
         )
     summary += _decode_note(parts["decode"], noise)
     return {"layer": layer, "ttft_change_ms": tb - ta, "parts": parts, "summary": summary}
+
+
+#: The row fields :func:`layer_steps` fills (``analysis.columns``, source ``layers``).
+STEP_FIELDS = ("ttft_layer_from", "ttft_layer", "ttft_layer_change_ms", "ttft_layer_summary")
+
+
+def _same_series(prev: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    return prev.get("series") == row.get("series") and prev.get("mode") == row.get("mode")
+
+
+def layer_steps(
+    rows: Sequence[dict[str, Any]],
+    anatomies: Mapping[str, Anatomy | None],
+    noise: float = 0.05,
+) -> None:
+    """Fill :data:`STEP_FIELDS` on ``rows`` (sorted by series, then load): each row's layer
+    that moved from the previous load point of its series (``ttft_layer`` None when no
+    layer moved beyond the noise floor); every field None where there is no step."""
+    prev: Mapping[str, Any] | None = None
+    for row in rows:
+        row.update(dict.fromkeys(STEP_FIELDS))
+        if prev is not None and _same_series(prev, row):
+            moved = layer_moved(
+                anatomies.get(prev["point_id"]), anatomies.get(row["point_id"]), noise
+            )
+            if moved is not None:
+                layer = moved["layer"]
+                row["ttft_layer_from"] = prev["point_id"]
+                row["ttft_layer"] = layer
+                row["ttft_layer_change_ms"] = moved["parts"][layer]["change_ms"] if layer else None
+                row["ttft_layer_summary"] = f"from {prev['point_id']}: {moved['summary']}"
+        prev = row

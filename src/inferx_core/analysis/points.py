@@ -21,6 +21,7 @@ from typing import Any
 
 from inferx_core.analysis.columns import METRIC_FIELDS
 from inferx_core.analysis.cost import CostOptions, cost_fields
+from inferx_core.analysis.layers import layer_steps
 from inferx_core.analysis.pareto import mask_by_group
 from inferx_core.results.model import PointResultBase
 from inferx_core.sdk.numbers import is_finite_number
@@ -167,11 +168,15 @@ def build_rows(
     cost and power (``cost_fields``; ``tput_per_gpu`` there is the result's own or, where
     the result has no GPU count, its total divided by the assumed ``num_gpus``), and
     ``on_pareto`` (own group, interactivity vs tok/s/gpu), ``on_pareto_overall`` (same model and
-    scenario) and ``on_pareto_latency`` (own group, median E2E vs tok/s/gpu).
+    scenario) and ``on_pareto_latency`` (own group, median E2E vs tok/s/gpu); the
+    ``ttft_layer*`` fields name the layer of the TTFT that moved from the series' previous
+    load point (``analysis.layers.layer_steps``).
     """
     options = options or CostOptions()
     rows: list[dict[str, Any]] = []
+    anatomies: dict[str, Any] = {}  # the TTFT's parts: the layer that moved along a series
     for result in results:
+        anatomies[result.point_id] = result.anatomy
         row = describe_point(result)
         flat = result.flat()  # the metric columns are named by their flat (vLLM) names
         row.update({k: flat.get(k) for k in METRIC_FIELDS})
@@ -198,6 +203,7 @@ def build_rows(
         )
     )
     mark_pareto(rows, include_invalid=options.include_invalid)
+    layer_steps(rows, anatomies)
     return rows
 
 

@@ -6,7 +6,9 @@ builds one row per point (:func:`inferx_core.analysis.points.build_rows`) and
 writes into ``output``:
 
 - ``points.csv``: one row per point (``report.table.CSV_COLUMNS``), with
-  ``median_intvty``, ``tput_per_gpu``, cost columns and ``on_pareto``;
+  ``median_intvty``, ``tput_per_gpu``, cost columns, ``on_pareto`` and the
+  ``ttft_layer*`` columns (the layer of the TTFT that moved from the series'
+  previous load point: ``analysis.layers.layer_steps``);
 - ``throughput_vs_interactivity.png`` (frontiers), ``throughput_vs_latency.png``,
   ``latency_vs_concurrency.png`` (TTFT, TPOT), ``cost_vs_interactivity.png``;
 - ``timelines/<point>.png``: GPU power and KV-cache use over time, for every

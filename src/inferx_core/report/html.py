@@ -17,7 +17,7 @@ from typing import Any
 
 from inferx_core.report.accuracy import accuracy_html
 from inferx_core.report.search import search_table_html
-from inferx_core.report.table import summary_cells, summary_columns
+from inferx_core.report.table import layer_lines, summary_cells, summary_columns
 from inferx_core.results.files import utc_now, write_text_atomic
 
 _CSS = """
@@ -124,6 +124,22 @@ def _accuracy_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
+def _layers_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per series, the layer of the TTFT that moved from one load point to the next."""
+    lines = layer_lines(rows)
+    if not lines:
+        return []
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    return [
+        '<h2 id="ttft-layers">Where the TTFT went</h2>',
+        "<p class=\"meta\">The engine's own clock beside the client's: for each load point, "
+        "the layer of the median TTFT (the server's queue, its prefill, or the client-side "
+        "rest: the client, the wire and the server's front end) that moved most from the "
+        "previous load point of its series.</p>",
+        f'<ul class="notes" id="ttft-layer-steps">{items}</ul>',
+    ]
+
+
 def render(content: PageContent) -> str:
     """The page as one string."""
     ok = sum(1 for r in content.rows if r.get("status") == "ok")
@@ -163,6 +179,7 @@ def render(content: PageContent) -> str:
         "GPU chip power where valid.</p>"
     )
     parts.append(_table(content.rows))
+    parts.extend(_layers_section(content.rows))
     if content.timelines:
         parts.append("<h2>Telemetry timelines</h2>")
         parts.extend(_img(f) for f in content.timelines)

@@ -52,6 +52,7 @@ OPTIONAL_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("answer TPOT p50 ms", "median_tpot_answer_ms", ",.2f"),
     ("spec accept len", "spec_mean_acceptance_length", ",.2f"),
     ("spec accept rate", "spec_acceptance_rate", ".1%"),
+    ("TTFT layer moved", "ttft_layer_summary", "layer"),
 )
 _AFTER = next(i for i, (_, f, _) in enumerate(SUMMARY_COLUMNS) if f == "median_e2el_ms") + 1
 
@@ -140,6 +141,26 @@ def _valid_cell(row: Mapping[str, Any], value: Any) -> str:
     return f"no: {failing}" if failing else "no"
 
 
+def _layer_cell(row: Mapping[str, Any], value: Any) -> str:
+    """``queue +827.9 ms``: the layer of the TTFT that moved most from the series' previous
+    load point; ``none`` when none moved beyond the noise floor."""
+    if value is None:
+        return "-"
+    layer, change = row.get("ttft_layer"), row.get("ttft_layer_change_ms")
+    if layer is None or change is None:
+        return "none"
+    return f"{layer} {change:+,.1f} ms"
+
+
+def layer_lines(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """One line per point with a step: ``<point> TTFT layer: from <previous>: ...``."""
+    return [
+        f"{row['point_id']} TTFT layer: {row['ttft_layer_summary']}"
+        for row in rows
+        if row.get("ttft_layer_summary")
+    ]
+
+
 # Formats that read more of the row than their own field.
 _ROW_CELLS = {
     "engine": _engine_cell,
@@ -148,6 +169,7 @@ _ROW_CELLS = {
     "load": _load_cell,
     "gpus": _gpus_cell,
     "accuracy": _accuracy_cell,
+    "layer": _layer_cell,
 }
 
 
@@ -200,3 +222,5 @@ def print_table(rows: Sequence[Mapping[str, Any]], console: Any = None, title: s
         markup=False,
         highlight=False,
     )
+    for line in layer_lines(rows):  # where the TTFT went from one load point to the next
+        console.print(line, markup=False, highlight=False)

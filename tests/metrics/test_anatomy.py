@@ -90,3 +90,21 @@ def test_parts_sum_to_the_client_ttft_and_shares_are_bounded(rows: list) -> None
         assert check is not None
         if an.rest_ms.percentiles["p99"] <= MIN_FLAGGED_REST_MS:
             assert check.passed
+
+
+def test_the_rest_says_what_it_holds_as_the_engine_plugin_names_it() -> None:
+    """The engine's un-clocked front end (``ServerTiming.unclocked``) is named beside the
+    rest, in the section and in the client_rest check's reason; unnamed, it is said so."""
+    from inferx_core.metrics.anatomy import REST_CLIENT, UNNAMED_FRONT_END
+
+    records = [_rec(i, 30.0 + i, 10.0, 15.0) for i in range(11)]
+    named = anatomy(records, "vllm", unclocked="vLLM's API server: tokenizing, ZMQ")
+    assert named is not None
+    assert named.rest_holds == f"{REST_CLIENT}; vLLM's API server: tokenizing, ZMQ"
+    check = anatomy_check(named)
+    assert check is not None and not check.passed
+    assert check.why.endswith(f"the rest holds {named.rest_holds}")
+    unnamed = anatomy(records, "vllm")
+    assert unnamed is not None and unnamed.rest_holds == f"{REST_CLIENT}; {UNNAMED_FRONT_END}"
+    no_queue = anatomy([_rec(i, 30.0, None, 15.0) for i in range(3)], "llama.cpp", unclocked="x")
+    assert no_queue is not None and no_queue.rest_holds.endswith("(no queue time reported)")

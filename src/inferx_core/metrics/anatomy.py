@@ -7,7 +7,11 @@ Per successful request whose reply carried the engine's figures (hook
 
 ``rest`` is everything the engine's clock does not see: the client's own
 overhead, the wire both ways, and the server's front end (HTTP parsing,
-tokenization, detokenizing and writing the first chunk). The server's
+tokenization, detokenizing and writing the first chunk). The engine plugin
+names its un-clocked front end (``ServerTiming.unclocked``), and the anatomy
+says it beside the rest (``rest_holds``): no engine here clocks its front end
+per request, so the rest cannot be split further from the replies
+(docs/metrics.md section 12 gives the evidence per engine). The server's
 figures are durations on one process's clock, the client's on another's:
 differences of durations need no clock sync, only clocks that tick at the
 same rate.
@@ -64,6 +68,10 @@ LAYERS: dict[str, str] = {
     "client": "rest_ms",
 }
 _PERCENTILES = (50.0, 90.0, 99.0)
+#: What the rest holds whatever the engine: the client and the wire both ways.
+REST_CLIENT = "the client's own overhead and the wire both ways"
+#: Said of the server's side of the rest when the engine plugin does not name it.
+UNNAMED_FRONT_END = "the server's front end, which the engine's clock does not cover"
 
 
 class Anatomy(BaseModel):
@@ -76,6 +84,8 @@ class Anatomy(BaseModel):
     without_server_figures: int = 0  # successful, but no server TTFT in the reply
     inconsistent: int = 0  # server parts above the client TTFT (left out)
     rest_includes_queue: bool = False  # the engine reports no queue time
+    # What the rest holds: the client, the wire and the engine's un-clocked front end.
+    rest_holds: str = f"{REST_CLIENT}; {UNNAMED_FRONT_END}"
     client_ttft_ms: Distribution = Field(default_factory=Distribution)
     server_queue_ms: Distribution | None = None
     server_ttft_ms: Distribution = Field(default_factory=Distribution)
@@ -163,14 +173,21 @@ def _ratios(rest: Distribution, server: Distribution) -> dict[str, float | None]
     return out
 
 
+def _rest_holds(unclocked: str | None, no_queue: bool) -> str:
+    holds = f"{REST_CLIENT}; {unclocked or UNNAMED_FRONT_END}"
+    return holds + ("; the wait for a free slot (no queue time reported)" if no_queue else "")
+
+
 def anatomy(
     records: Sequence[RequestRecord],
     engine: str | None,
     spec_window: Mapping[str, Any] | None = None,
+    unclocked: str | None = None,
 ) -> Anatomy | None:
     """The anatomy of the measured, successful ``records``; None when no request
     carried the engine's figures (nothing was asked, or the engine reports none).
-    ``spec_window``: the point's ``spec_decode`` figures from the engine's /metrics."""
+    ``spec_window``: the point's ``spec_decode`` figures from the engine's /metrics;
+    ``unclocked``: what the engine's clock leaves out, as its plugin names it."""
     ok = [r for r in records if r.ok and not r.warmup]
     if not any(r.server_figures for r in ok):
         return None
@@ -193,6 +210,7 @@ def anatomy(
         without_server_figures=parts.without,
         inconsistent=parts.inconsistent,
         rest_includes_queue=no_queue,
+        rest_holds=_rest_holds(unclocked, no_queue),
         client_ttft_ms=_dist(parts.client),
         server_queue_ms=_dist(parts.queue) if parts.queue else None,
         server_ttft_ms=server,
@@ -224,7 +242,7 @@ def anatomy_check(an: Anatomy | None) -> ValidityCheck | None:
                 f"{key} rest {rest:.2f} ms is {ratio:.2f}x the server's TTFT (limit {limit:g}x)"
             )
     why = (
-        "; ".join(over) + ": the client and the server's front end, not the engine, made these ms"
+        "; ".join(over) + f": not the engine's clocked work; the rest holds {an.rest_holds}"
         if over
         else "the client-side rest is small against the server's TTFT"
     )

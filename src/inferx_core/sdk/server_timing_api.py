@@ -56,6 +56,11 @@ class ServerTiming(BaseModel):
         default_factory=dict, description="Fields added to every request body"
     )
     launch_args: tuple[str, ...] = Field(default=(), description="Flags a launched server gets")
+    unclocked: str | None = Field(
+        default=None,
+        description="What of the client's TTFT the engine's own clock leaves out (its front "
+        "end: HTTP, tokenization, hand-offs, writing the first chunk), said beside the rest",
+    )
     queue_ms: str | None = None
     ttft_ms: str | None = None
     decode_ms: str | None = None

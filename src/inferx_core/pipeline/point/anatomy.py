@@ -32,7 +32,12 @@ def point_anatomy(
     """The anatomy (None: no reply carried the engine's figures) and ``measured`` with
     its check among the validity checks."""
     timing = target.server_timing
-    an = anatomy(records, timing.name if timing else None, _spec_window(measured))
+    an = anatomy(
+        records,
+        timing.name if timing else None,
+        _spec_window(measured),
+        unclocked=timing.unclocked if timing else None,  # the front end its clock leaves out
+    )
     check = anatomy_check(an)
     validity = measured.validity
     if check is None or validity is None:

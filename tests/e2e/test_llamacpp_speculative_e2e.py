@@ -49,4 +49,6 @@ def test_an_ngram_speculative_point_runs_with_llama_servers_spec_flags(
     assert result.validity is not None
     [coalescing] = [c for c in result.validity.checks if c.name == "chunk_coalescing"]
     assert coalescing.passed, coalescing.why
-    assert coalescing.limit == pytest.approx(max(0.25, 1 - 1 / spec["mean_acceptance_length"]))
+    # the server's own share (metrics/spec_gaps.py): 1 - 1/L at one token per chunk, never
+    # more while no chunk is empty of tokens
+    assert 0.25 <= coalescing.limit <= max(0.25, 1 - 1 / spec["mean_acceptance_length"]) + 1e-9

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import inferx_example_plugin
-import inferx_llamacpp.plugin
-import inferx_rocm.plugin
+import inferx_example_plugin.hooks
+import inferx_llamacpp.hooks
+import inferx_rocm.hooks
 from inferx_core import hookimpl
 from inferx_core.sdk import hookspecs
 from inferx_core.sdk.engine import EngineInfo
@@ -19,9 +19,9 @@ from inferx_core.sdk.manager import PluginError, get_plugin_manager
 
 # Real plugins whose source implements each renamed hook under its new name.
 REAL_PLUGINS = {
-    "inferx_engines": inferx_example_plugin,
-    "inferx_platform": inferx_rocm.plugin,
-    "inferx_engine_argv_verdict": inferx_llamacpp.plugin,
+    "inferx_engines": inferx_example_plugin.hooks,
+    "inferx_platform": inferx_rocm.hooks,
+    "inferx_engine_argv_verdict": inferx_llamacpp.hooks,
 }
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from inferx_core import Accelerator, LoadProfile, Platform, ServerConfig
-from inferx_llamacpp import argv_check, plugin
+from inferx_llamacpp import argv_check, hooks
 from inferx_llamacpp.engine_paths import engine_dir, find_binary
 from inferx_llamacpp.model_checks import GGUF_MAGIC
 
@@ -85,7 +85,7 @@ def test_every_flag_is_listed_by_llama_servers_help_and_none_deprecated(
     if "speculative" in fields and "draft_model" in fields["speculative"]:
         fields = {"speculative": {**fields["speculative"], "draft_model": str(gguf)}}
     server = ServerConfig(engine="llamacpp", model=str(gguf), port=8080, **fields)
-    spec = plugin.inferx_engine_launch_spec(server=server, platform=GPUS, load=load)
+    spec = hooks.inferx_engine_launch_spec(server=server, platform=GPUS, load=load)
     produced = {a for a in spec.argv[1:] if a.startswith("-") and not a.lstrip("-").isdigit()}
     known, deprecated = help_flags
     assert produced - known == set(), f"llama-server --help does not list {produced - known}"

@@ -18,7 +18,7 @@ from inferx_core import (
     get_plugin_manager,
     resolve_launch,
 )
-from inferx_llamacpp import engine_paths, plugin
+from inferx_llamacpp import engine_paths, hooks, launch
 from inferx_llamacpp.model_checks import GGUF_MAGIC
 
 #: A GGUF file's first bytes: what the plan checks of a model (set per test).
@@ -52,7 +52,7 @@ def server(**kw: object) -> ServerConfig:
 
 
 def argv(load: LoadProfile | None = None, **kw: object) -> list[str]:
-    spec = plugin.inferx_engine_launch_spec(server=server(**kw), platform=Platform(), load=load)
+    spec = hooks.inferx_engine_launch_spec(server=server(**kw), platform=Platform(), load=load)
     return list(spec.argv)
 
 
@@ -75,7 +75,7 @@ def test_slots_come_from_max_num_seqs_else_the_loads_highest_concurrency() -> No
     assert value(argv(LoadProfile(concurrency=[1, 16, 4])), "--parallel") == "16"
     rate = LoadProfile(request_rate=[2.0], max_concurrency=12, num_prompts=10)
     assert value(argv(rate), "--parallel") == "12"
-    assert value(argv(None), "--parallel") == str(plugin.DEFAULT_SLOTS)
+    assert value(argv(None), "--parallel") == str(launch.DEFAULT_SLOTS)
 
 
 @settings(max_examples=25, deadline=None)
@@ -119,13 +119,13 @@ def test_the_binary_comes_from_executable_env_cache_or_path(
     monkeypatch.delenv(engine_paths.BINARY_ENV)
     (_fake_binary.parent.parent / engine_paths.INSTALLED_STAMP).unlink()  # a half-made build
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    spec = plugin.inferx_engine_launch_spec(server=server(), platform=Platform(), load=None)
+    spec = hooks.inferx_engine_launch_spec(server=server(), platform=Platform(), load=None)
     assert spec.argv[0] == "llama-server"
     assert any("make llama-server" in w for w in spec.warnings)
 
 
 def test_a_hub_id_is_passed_on_with_a_warning() -> None:
-    spec = plugin.inferx_engine_launch_spec(
+    spec = hooks.inferx_engine_launch_spec(
         server=ServerConfig(engine="llamacpp", model="org/model", port=8080),
         platform=Platform(),
         load=None,
@@ -143,7 +143,7 @@ def test_a_run_plans_its_slots_from_its_own_load() -> None:
     assert value(list(planned.spec.argv), "--parallel") == "9"
     # without a load (doctor, fixes, the plugin kit) llama-server's own default
     bare = resolve_launch(pm, cfg.server().model_copy(update={"port": 8125}), Platform())
-    assert value(list(bare.spec.argv), "--parallel") == str(plugin.DEFAULT_SLOTS)
+    assert value(list(bare.spec.argv), "--parallel") == str(launch.DEFAULT_SLOTS)
 
 
 GPU = Platform(accelerators=[Accelerator(index=i, vendor="nvidia", name="H100") for i in range(4)])
@@ -153,14 +153,14 @@ GPU = Platform(accelerators=[Accelerator(index=i, vendor="nvidia", name="H100") 
     ("par", "mode"), [({"tp": 2}, "row"), ({"pp": 4}, "layer")]
 )  # fmt: skip
 def test_tp_splits_rows_and_pp_splits_layers_over_the_gpus(par: dict, mode: str) -> None:
-    spec = plugin.inferx_engine_launch_spec(server=server(parallelism=par), platform=GPU, load=None)
+    spec = hooks.inferx_engine_launch_spec(server=server(parallelism=par), platform=GPU, load=None)
     assert value(list(spec.argv), "--split-mode") == mode
     assert spec.gpu_ids == tuple(range(max(par.values())))
 
 
 def test_one_gpu_or_cpu_has_no_split() -> None:
     assert "--split-mode" not in argv()
-    spec = plugin.inferx_engine_launch_spec(server=server(), platform=GPU, load=None)
+    spec = hooks.inferx_engine_launch_spec(server=server(), platform=GPU, load=None)
     assert "--split-mode" not in spec.argv and spec.gpu_ids == (0,)
 
 
@@ -176,7 +176,7 @@ def test_one_gpu_or_cpu_has_no_split() -> None:
 )
 def test_parallelism_llama_server_lacks_is_refused_not_dropped(par: dict, field: str) -> None:
     with pytest.raises(UserFacingError, match=field):
-        plugin.inferx_engine_launch_spec(server=server(parallelism=par), platform=GPU, load=None)
+        hooks.inferx_engine_launch_spec(server=server(parallelism=par), platform=GPU, load=None)
 
 
 def test_a_split_without_gpus_is_refused() -> None:
@@ -185,7 +185,7 @@ def test_a_split_without_gpus_is_refused() -> None:
 
 
 def test_metrics_map_llama_servers_names() -> None:
-    names = plugin.inferx_engine_metrics(server=server())
+    names = hooks.inferx_engine_metrics(server=server())
     assert names.requests_running == "llamacpp:requests_processing"
     assert names.prefix_cache_hits == "llamacpp:prompt_tokens_cached_total"
     assert names.prefix_cache_misses == "llamacpp:prompt_tokens_total"
@@ -203,7 +203,7 @@ def test_the_makefile_builds_the_version_the_plugin_looks_for() -> None:
 
 
 def test_tokenize_endpoint_is_llama_servers() -> None:
-    from inferx_llamacpp import plugin as llamacpp
+    from inferx_llamacpp import hooks as llamacpp
 
     (endpoint,) = llamacpp.inferx_engine_tokenize_endpoints()
     assert endpoint.path == "/tokenize" and endpoint.detokenize_path == "/detokenize"

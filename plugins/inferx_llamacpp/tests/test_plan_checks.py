@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inferx_core import LoadProfile, Platform, ServerConfig, UserFacingError
-from inferx_llamacpp import engine_paths, flags, plugin
+from inferx_llamacpp import engine_paths, flags, hooks
 from inferx_llamacpp.gguf_model import convert
 from inferx_llamacpp.model_checks import GGUF_MAGIC, INT32_MAX
 
@@ -38,9 +38,7 @@ def _file(path: Path, content: bytes) -> Path:
 
 def plan(model: str | Path, load: LoadProfile | None = None, **kw: object) -> list[str]:
     server = ServerConfig(engine="llamacpp", model=str(model), port=8123, **kw)  # type: ignore[arg-type]
-    return list(
-        plugin.inferx_engine_launch_spec(server=server, platform=Platform(), load=load).argv
-    )
+    return list(hooks.inferx_engine_launch_spec(server=server, platform=Platform(), load=load).argv)
 
 
 def test_a_gguf_file_plans(gguf: Path) -> None:

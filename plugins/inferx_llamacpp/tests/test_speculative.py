@@ -123,9 +123,9 @@ def test_llama_servers_speculative_counters_are_read_as_vllms_are() -> None:
     """The names of llama-server's /metrics (tools/server/server-task.cpp), as a scrape
     reads them: the totals vLLM's counters give."""
     from inferx_core.telemetry.speculative import spec_decode_values
-    from inferx_llamacpp import plugin
+    from inferx_llamacpp import hooks
 
-    names = plugin.inferx_engine_metrics(server=ServerConfig(engine="llamacpp", model="/m.gguf"))
+    names = hooks.inferx_engine_metrics(server=ServerConfig(engine="llamacpp", model="/m.gguf"))
     values = spec_decode_values(LLAMA_METRICS, names)
     assert values["engine.spec_decode_drafts_total"] == 10
     assert values["engine.spec_decode_draft_tokens_total"] == 30

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from inferx_lmeval import evaluator as lmeval_evaluator
-from inferx_lmeval import plugin
+from inferx_lmeval import hooks
 
 from inferx_core import get_plugin_manager
 from inferx_core.cli.app import main
@@ -20,7 +20,7 @@ from inferx_core.sdk import manager
 @pytest.fixture(autouse=True)
 def only_lmeval(monkeypatch: pytest.MonkeyPatch) -> None:
     pm = get_plugin_manager(
-        load_entry_points=False, builtins=False, extra_plugins=[("lmeval", plugin)]
+        load_entry_points=False, builtins=False, extra_plugins=[("lmeval", hooks)]
     )
     monkeypatch.setattr(manager, "get_plugin_manager", lambda *a, **k: pm)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from gsm8k_fixture import QUESTIONS, RIGHT, answers, require_lmeval_python, write_gsm8k
-from inferx_lmeval import plugin
+from inferx_lmeval import hooks
 from inferx_lmeval.evaluator import LmEvalEvaluator
 from inferx_lmeval.records import records_from_output
 from inferx_lmeval.tasks import task_spec
@@ -26,7 +26,7 @@ def _manager():
     return get_plugin_manager(
         load_entry_points=False,
         builtins=False,
-        extra_plugins=[("lmeval", plugin)],
+        extra_plugins=[("lmeval", hooks)],
         env={"INFERX_STRICT_PLUGINS": "1"},
     )
 

@@ -10,7 +10,7 @@ import pytest
 
 from inferx_core.sdk.platform import Accelerator, HostInfo, Platform
 from inferx_core.sdk.sampler import SamplerUnavailable
-from inferx_rocm import plugin
+from inferx_rocm import hooks
 from inferx_rocm.sampler import AmdSmiReadError, AmdSmiSampler
 
 KEYS = (
@@ -287,15 +287,15 @@ def mi300x(index: int) -> Accelerator:
 
 def test_hook_returns_none_without_amd_gpus() -> None:
     cpu = Platform(host=HostInfo(hostname="box"))
-    assert plugin.inferx_telemetry_samplers(platform=cpu, gpu_ids=[]) is None
-    assert plugin.inferx_telemetry_samplers(platform=cpu, gpu_ids=[0]) is None
+    assert hooks.inferx_telemetry_samplers(platform=cpu, gpu_ids=[]) is None
+    assert hooks.inferx_telemetry_samplers(platform=cpu, gpu_ids=[0]) is None
     h200 = Platform(accelerators=(Accelerator(vendor="nvidia", index=0, name="NVIDIA H200"),))
-    assert plugin.inferx_telemetry_samplers(platform=h200, gpu_ids=[0]) is None
+    assert hooks.inferx_telemetry_samplers(platform=h200, gpu_ids=[0]) is None
 
 
 def test_hook_returns_a_sampler_for_the_amd_gpus_used() -> None:
     platform = Platform(accelerators=(mi300x(0), mi300x(1), mi300x(2)))
-    (sampler,) = plugin.inferx_telemetry_samplers(platform=platform, gpu_ids=[2, 0, 7])
+    (sampler,) = hooks.inferx_telemetry_samplers(platform=platform, gpu_ids=[2, 0, 7])
     assert isinstance(sampler, AmdSmiSampler) and sampler.gpu_ids == (2, 0)
 
 

@@ -15,7 +15,7 @@ from inferx_core.sdk.launch_spec import LaunchSpec, PreflightWait
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Accelerator, Platform, load_platform
 from inferx_rocm import fixes
-from inferx_rocm.plugin import inferx_container_fixes
+from inferx_rocm.hooks import inferx_container_fixes
 from inferx_rocm.sampler import AmdSmiSampler
 
 PLATFORMS = Path(__file__).resolve().parents[3] / "tests" / "platforms"

@@ -11,7 +11,7 @@ import pytest
 
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import load_platform
-from inferx_rocm import plugin, smi
+from inferx_rocm import hooks, smi
 
 PLATFORMS = Path(__file__).resolve().parents[3] / "tests" / "platforms"
 NO_KFD = "/nonexistent/kfd"
@@ -197,7 +197,7 @@ def test_detection_through_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
     amd = fake.FakeAmdSmi([fake.mi355x() for _ in range(2)])
     monkeypatch.setitem(sys.modules, "amdsmi", amd.as_module())
     monkeypatch.setattr(smi, "amdgpu_arch_lines", lambda: ["gfx950:sramecc+:xnack-"] * 2)
-    platform = plugin.inferx_platform()
+    platform = hooks.inferx_platform()
     assert [a.name for a in platform.accelerators] == ["AMD Instinct MI355X"] * 2
     assert platform.accelerators[1].arch_full == "gfx950:sramecc+:xnack-"
     # the doctor JSON round-trips through the platform loader (what --platform reads)
@@ -239,6 +239,6 @@ def test_real_amdsmi_here() -> None:
 
 
 def test_bare_arch() -> None:
-    assert plugin.bare_arch("gfx950:sramecc+:xnack-") == "gfx950"
-    assert plugin.bare_arch("gfx942") == "gfx942"
+    assert smi.bare_arch("gfx950:sramecc+:xnack-") == "gfx950"
+    assert smi.bare_arch("gfx942") == "gfx942"
     assert smi.bare_arch("GFX90A:xnack+") == "gfx90a"

@@ -25,7 +25,7 @@ import yaml
 from flag_tables import flags_of, parser_from_table, unknown_flags
 
 from inferx_core.config.models import Parallelism, ServerConfig
-from inferx_trtllm import plugin
+from inferx_trtllm import launch
 
 SOURCE = "TensorRT-LLM 1.x tensorrt_llm/commands/serve.py (trtllm-serve serve)"
 
@@ -110,12 +110,12 @@ CONFIGS: dict[str, ServerConfig] = {
 
 
 def args_of(config: ServerConfig) -> list[str]:
-    argv = plugin.build_argv(config)
-    return argv[argv.index(plugin.DEFAULT_EXECUTABLE[0]) + 1 :]
+    argv = launch.build_argv(config)
+    return argv[argv.index(launch.DEFAULT_EXECUTABLE[0]) + 1 :]
 
 
 def yaml_of(config: ServerConfig) -> dict[str, Any]:
-    return yaml.safe_load(plugin.llm_api_yaml(config))
+    return yaml.safe_load(launch.llm_api_yaml(config))
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -158,9 +158,9 @@ def test_yaml_keys_are_llm_api_fields(name: str) -> None:
 
 
 def test_mpirun_wraps_the_same_command() -> None:
-    argv = plugin.build_argv(CONFIGS["pp-no-graphs-mpirun"])
-    assert argv[: len(plugin.DEFAULT_MPIRUN)] == list(plugin.DEFAULT_MPIRUN)
-    assert argv[len(plugin.DEFAULT_MPIRUN)] == "trtllm-serve"
+    argv = launch.build_argv(CONFIGS["pp-no-graphs-mpirun"])
+    assert argv[: len(launch.DEFAULT_MPIRUN)] == list(launch.DEFAULT_MPIRUN)
+    assert argv[len(launch.DEFAULT_MPIRUN)] == "trtllm-serve"
 
 
 def test_own_flags_and_aliases_are_in_the_table() -> None:
@@ -177,4 +177,4 @@ def test_own_flags_and_aliases_are_in_the_table() -> None:
         "--extra_llm_api_options",
     }
     assert own <= FLAGS
-    assert set(plugin.ALIASES) <= FLAGS and set(plugin.ALIASES.values()) <= FLAGS
+    assert set(launch.ALIASES) <= FLAGS and set(launch.ALIASES.values()) <= FLAGS

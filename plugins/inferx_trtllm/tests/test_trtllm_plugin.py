@@ -19,7 +19,7 @@ from inferx_core.launch.process import ProcessLauncher, free_port
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform, load_platform
 from inferx_core.sdk.registries import engine_registry
-from inferx_trtllm import plugin
+from inferx_trtllm import hooks, launch
 
 PLATFORMS = Path(__file__).resolve().parents[3] / "tests" / "platforms"
 R1 = "nvidia/DeepSeek-R1-FP4"
@@ -34,7 +34,7 @@ def server(**kw: Any) -> ServerConfig:
 
 
 def spec_for(platform: Platform | None = None, **kw: Any) -> Any:
-    return plugin.inferx_engine_launch_spec(server=server(**kw), platform=platform or Platform())
+    return hooks.inferx_engine_launch_spec(server=server(**kw), platform=platform or Platform())
 
 
 def api_options(spec: Any) -> dict[str, Any]:
@@ -203,7 +203,7 @@ def test_mpirun_and_inherit_modes() -> None:
         "--allow-run-as-root",
         "trtllm-serve",
     ]
-    assert spec.unset_env == plugin.MPI_ENV_PATTERNS
+    assert spec.unset_env == launch.MPI_ENV_PATTERNS
     custom = spec_for(
         plugin_options={"trtllm": {"mpi": "mpirun", "mpirun_argv": ["mpirun", "-np", "1"]}}
     )
@@ -286,7 +286,7 @@ def test_served_model_name_warning() -> None:
 
 
 def test_readiness_probes() -> None:
-    probes = plugin.inferx_engine_readiness(server=server(), spec=None)
+    probes = hooks.inferx_engine_readiness(server=server(), spec=None)
     assert [(p.method, p.path) for p in probes] == [("GET", "/health"), ("POST", "/v1/completions")]
     assert probes[1].json_body["max_tokens"] == 1
     # A vLLM server never reaches this plugin: the core asks the engine's owner only.
@@ -298,7 +298,7 @@ def test_readiness_probes() -> None:
 def test_metrics_names_and_a_scrape() -> None:
     from inferx_core.telemetry.engine_metrics import map_metrics
 
-    names = plugin.inferx_engine_metrics(server=server())
+    names = hooks.inferx_engine_metrics(server=server())
     assert names.path == "/prometheus/metrics"
     text = "\n".join(
         [
@@ -320,7 +320,7 @@ def test_metrics_names_and_a_scrape() -> None:
         "engine.generation_tokens_total": 900,
     }
     off = server(plugin_options={"trtllm": {"prometheus_metrics": False}})
-    assert plugin.inferx_engine_metrics(server=off) is None
+    assert hooks.inferx_engine_metrics(server=off) is None
 
 
 # -- golden launches: `inferx plan --platform` on NVIDIA nodes -------------------------------------

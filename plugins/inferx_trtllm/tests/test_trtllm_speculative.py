@@ -75,13 +75,13 @@ def test_what_tensorrt_llm_cannot_do_is_refused_by_name(spec: dict[str, Any], na
 
 
 def test_the_llm_api_options_carry_it_and_extra_options_may_not() -> None:
-    from inferx_trtllm import plugin
+    from inferx_trtllm import launch
 
     server = _server({"method": "mtp", "num_speculative_tokens": 3})
-    assert plugin.llm_api_options(server)[KEY] == speculative_options(server)[KEY]
-    assert KEY not in plugin.llm_api_options(_server(None))
+    assert launch.llm_api_options(server)[KEY] == speculative_options(server)[KEY]
+    assert KEY not in launch.llm_api_options(_server(None))
     clash = server.model_copy(
         update={"plugin_options": {"trtllm": {"extra_llm_api_options": {KEY: {}}}}}
     )
     with pytest.raises(UserFacingError, match="set `speculative`"):
-        plugin.options(clash)
+        launch.options(clash)

@@ -14,7 +14,7 @@ from inferx_core.load.tokens.counter import resolve_token_counter
 from inferx_core.load.tokens.server_tokenizer import ServerTokenizer, engine_endpoints
 from inferx_core.load.tokens.tokenizer import TokenizerError
 from inferx_core.sdk.manager import get_plugin_manager
-from inferx_llamacpp import plugin as llamacpp_plugin
+from inferx_llamacpp import launch as llamacpp_launch
 from inferx_sglang import launch as sglang_launch
 from inferx_vllm import launch as vllm_launch
 
@@ -151,7 +151,7 @@ def test_probe_prefers_an_endpoint_that_also_decodes(hf_tok: Any) -> None:
     ("dialect", "endpoints"),
     [
         ("vllm", vllm_launch.tokenize_endpoints()),
-        ("llama.cpp", [llamacpp_plugin.TOKENIZE]),
+        ("llama.cpp", [llamacpp_launch.TOKENIZE]),
     ],
 )
 def test_the_shipped_plugins_describe_their_engines(
@@ -165,7 +165,7 @@ def test_the_shipped_plugins_describe_their_engines(
             assert tok.encode(text) == hf_tok.encode(text, add_special_tokens=False).ids
         # the other engine's description does not fit this server
         others = (
-            [llamacpp_plugin.TOKENIZE] if dialect == "vllm" else vllm_launch.tokenize_endpoints()
+            [llamacpp_launch.TOKENIZE] if dialect == "vllm" else vllm_launch.tokenize_endpoints()
         )
         with pytest.raises(TokenizerError, match="no tokenize endpoint at"):
             ServerTokenizer.probe(srv.url, "m", endpoints=others)

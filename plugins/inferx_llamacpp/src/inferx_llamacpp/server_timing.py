@@ -13,9 +13,9 @@ request waiting for a free slot shows in the client's rest.
 
 from __future__ import annotations
 
-from inferx_core import ServerTiming, hookimpl
+from inferx_core import ServerTiming
 
-__all__ = ["SERVER_TIMING", "inferx_engine_server_timing"]
+__all__ = ["SERVER_TIMING"]
 
 SERVER_TIMING = ServerTiming(
     name="llama.cpp",
@@ -26,9 +26,3 @@ SERVER_TIMING = ServerTiming(
     spec_accepted_tokens="timings.draft_n_accepted",
     cached_tokens="timings.cache_n",
 )
-
-
-@hookimpl
-def inferx_engine_server_timing() -> ServerTiming:
-    """llama-server's ``timings`` (registered through :mod:`inferx_llamacpp.plugin`)."""
-    return SERVER_TIMING

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from inferx_core import AccuracyRecord, EvalTarget, EvalTask
+from inferx_core import AccuracyRecord, EvalTarget, EvalTask, EvaluatorInfo
 from inferx_lmeval.records import records_from_output
 from inferx_lmeval.tasks import task_spec
 
@@ -181,3 +181,13 @@ class LmEvalEvaluator:
         output = json.loads(output_path.read_text(encoding="utf-8"))
         self._version = self._version or output.get("lm_eval_version")
         return records_from_output(output, evaluator=EVALUATOR_NAME, limit=task.limit)
+
+
+def evaluator_info() -> EvaluatorInfo:
+    """The ``lm-eval`` evaluator as hook ``inferx_evaluators`` registers it."""
+    return EvaluatorInfo(
+        name=EVALUATOR_NAME,
+        description="EleutherAI lm-evaluation-harness (local-completions / "
+        "local-chat-completions against the server); task names or local YAML/JSONL files",
+        factory=LmEvalEvaluator,
+    )

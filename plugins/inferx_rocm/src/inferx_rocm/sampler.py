@@ -43,7 +43,9 @@ from inferx_core import (
     DeviceReadError,
     DeviceSampler,
     Metric,
+    Platform,
     Reader,
+    Sampler,
     SamplerUnavailable,
 )
 from inferx_rocm import smi as smi_lib
@@ -235,3 +237,12 @@ class AmdSmiSampler(DeviceSampler):
             )
         )
         self._junction_as_temp.append(device.index)
+
+
+def samplers_for(platform: Platform, gpu_ids: list[int]) -> list[Sampler] | None:
+    """One :class:`AmdSmiSampler` for the AMD devices among ``gpu_ids``, else None."""
+    amd = {a.index for a in platform.accelerators_of("amd")}
+    ids = [i for i in gpu_ids if i in amd]
+    if not ids:
+        return None
+    return [AmdSmiSampler(ids)]

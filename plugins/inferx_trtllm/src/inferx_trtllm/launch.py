@@ -1,4 +1,5 @@
-"""TensorRT-LLM's answers to the InferX hooks (``trtllm-serve MODEL --backend pytorch``).
+"""How TensorRT-LLM is launched (``trtllm-serve MODEL --backend pytorch``);
+:mod:`inferx_trtllm.hooks` answers the InferX hooks from here.
 
 The command follows ``trtllm-serve serve`` of TensorRT-LLM 1.x (``trtllm-serve
 MODEL`` runs the ``serve`` sub-command)::
@@ -47,7 +48,6 @@ from inferx_core import (
     ServerConfig,
     UserFacingError,
     default_gpu_ids,
-    hookimpl,
     plugin_options,
     port_free_wait,
     set_flag,
@@ -161,19 +161,16 @@ def options(server: ServerConfig) -> TrtllmOptions:
     return opts
 
 
-@hookimpl
-def inferx_engines() -> list[EngineInfo]:
-    return [
-        EngineInfo(
-            name=ENGINE,
-            description="TensorRT-LLM OpenAI-compatible server (trtllm-serve, PyTorch backend)",
-            homepage="https://nvidia.github.io/TensorRT-LLM/",
-            default_port=8000,
-            vendors=("nvidia",),
-            version_path="/version",
-            version_field="version",
-        )
-    ]
+def engine_info() -> EngineInfo:
+    return EngineInfo(
+        name=ENGINE,
+        description="TensorRT-LLM OpenAI-compatible server (trtllm-serve, PyTorch backend)",
+        homepage="https://nvidia.github.io/TensorRT-LLM/",
+        default_port=8000,
+        vendors=("nvidia",),
+        version_path="/version",
+        version_field="version",
+    )
 
 
 def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -278,8 +275,7 @@ def build_argv(server: ServerConfig, opts: TrtllmOptions | None = None) -> list[
     return argv
 
 
-@hookimpl
-def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
+def launch_spec(server: ServerConfig, platform: Platform) -> LaunchSpec:
     assert server.port is not None
     opts = options(server)
     warnings = []
@@ -307,8 +303,7 @@ def inferx_engine_launch_spec(server: ServerConfig, platform: Platform) -> Launc
     )
 
 
-@hookimpl
-def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe]:
+def readiness_probes() -> list[ReadinessProbe]:
     return [
         # 200 once the executor is up (503 "LLM is unavailable" while it is not).
         ReadinessProbe(name="health", path="/health"),
@@ -318,8 +313,7 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
     ]
 
 
-@hookimpl
-def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap | None:
+def metrics_map(server: ServerConfig) -> EngineMetricsMap | None:
     """``/prometheus/metrics`` (TensorRT-LLM's MetricsCollector, ``trtllm_*``).
 
     Served when ``return_perf_metrics`` is on; the iteration gauges (KV cache,

@@ -1,4 +1,5 @@
-"""llama.cpp's answers to the InferX hooks (``engine: llamacpp``).
+"""How llama.cpp's llama-server is launched (``engine: llamacpp``); :mod:`inferx_llamacpp.hooks`
+answers the InferX hooks from here.
 
 The command follows llama-server's own ``--help``::
 
@@ -45,7 +46,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from inferx_core import (
-    ArgvVerdict,
     EngineInfo,
     EngineMetricsMap,
     LaunchSpec,
@@ -56,16 +56,13 @@ from inferx_core import (
     TokenizeEndpoint,
     UserFacingError,
     default_gpu_ids,
-    hookimpl,
     port_free_wait,
     set_flag,
     tiny_completion_probe,
 )
-from inferx_llamacpp import argv_check
 from inferx_llamacpp.engine_paths import BINARY_NAME, find_binary, model_cache_dir
 from inferx_llamacpp.flags import check_user_flags, engine_arg_flag
 from inferx_llamacpp.model_checks import check_gguf_file, context_size
-from inferx_llamacpp.server_timing import inferx_engine_server_timing  # noqa: F401 (a hook)
 from inferx_llamacpp.speculative import speculative_argv
 
 ENGINE = "llamacpp"
@@ -73,22 +70,19 @@ ENGINE = "llamacpp"
 DEFAULT_SLOTS = 4
 
 
-@hookimpl
-def inferx_engines() -> list[EngineInfo]:
-    return [
-        EngineInfo(
-            name=ENGINE,
-            description="llama.cpp's llama-server (OpenAI-compatible; CPU build from the engine "
-            "cache, or any llama-server on PATH)",
-            homepage="https://github.com/ggml-org/llama.cpp/tree/master/tools/server",
-            default_port=8080,
-            # llama-server ignores stream_options.continuous_usage_stats: usage comes once,
-            # on the finish chunk (completions) or a chunk of its own (chat).
-            continuous_usage_stats=False,
-            version_path="/props",
-            version_field="build_info",
-        )
-    ]
+def engine_info() -> EngineInfo:
+    return EngineInfo(
+        name=ENGINE,
+        description="llama.cpp's llama-server (OpenAI-compatible; CPU build from the engine "
+        "cache, or any llama-server on PATH)",
+        homepage="https://github.com/ggml-org/llama.cpp/tree/master/tools/server",
+        default_port=8080,
+        # llama-server ignores stream_options.continuous_usage_stats: usage comes once,
+        # on the finish chunk (completions) or a chunk of its own (chat).
+        continuous_usage_stats=False,
+        version_path="/props",
+        version_field="build_info",
+    )
 
 
 def slots_for(server: ServerConfig, load: LoadProfile | None) -> int:
@@ -96,9 +90,9 @@ def slots_for(server: ServerConfig, load: LoadProfile | None) -> int:
     if server.max_num_seqs is not None:
         return server.max_num_seqs
     if load is not None:
-        levels = [*(load.concurrency or []), load.max_concurrency]
-        levels += [getattr(stage, "concurrency", None) for stage in load.stages or []]
-        levels = [int(c) for c in levels if c]
+        wanted = [*(load.concurrency or []), load.max_concurrency]
+        wanted += [getattr(stage, "concurrency", None) for stage in load.stages or []]
+        levels = [int(c) for c in wanted if c]
         if levels:
             return max(levels)
     return DEFAULT_SLOTS
@@ -211,12 +205,7 @@ def _warnings(server: ServerConfig, argv: list[str]) -> tuple[str, ...]:
     return tuple(notes)
 
 
-@hookimpl
-def inferx_engine_launch_spec(
-    server: ServerConfig, platform: Platform, load: LoadProfile | None
-) -> LaunchSpec:
-    # `load` has no default: pluggy passes only the parameters an implementation names
-    # without one.
+def launch_spec(server: ServerConfig, platform: Platform, load: LoadProfile | None) -> LaunchSpec:
     assert server.port is not None
     argv = build_argv(server, load, platform)
     return LaunchSpec(
@@ -233,8 +222,7 @@ def inferx_engine_launch_spec(
     )
 
 
-@hookimpl
-def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[ReadinessProbe]:
+def readiness_probes() -> list[ReadinessProbe]:
     # /health answers 503 while the model loads, 200 once the slots are ready.
     return [
         ReadinessProbe(name="health", path="/health"),
@@ -245,8 +233,7 @@ def inferx_engine_readiness(server: ServerConfig, spec: LaunchSpec) -> list[Read
     ]
 
 
-@hookimpl
-def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
+def metrics_map() -> EngineMetricsMap:
     # llama-server's --metrics families (tools/server/server-task.cpp): it has no KV-use
     # gauge and no preemption counter, and counts the prompt tokens it computed
     # (prompt_tokens_total) beside those it took from the cache.
@@ -272,12 +259,6 @@ def inferx_engine_metrics(server: ServerConfig) -> EngineMetricsMap:
     )
 
 
-@hookimpl
-def inferx_engine_argv_verdict(spec: LaunchSpec) -> ArgvVerdict:
-    """llama-server's own --help, from the binary the launch runs (``inferx plan --check-args``)."""
-    return argv_check.check_launch(spec)
-
-
 #: llama-server's tokenizer routes (tools/server: POST /tokenize {content, add_special,
 #: with_pieces} -> {tokens: [id | {id, piece}]}; POST /detokenize {tokens} -> {content}).
 #: It serves no model name and no context length in the reply.
@@ -294,7 +275,6 @@ TOKENIZE = TokenizeEndpoint(
 )
 
 
-@hookimpl
-def inferx_engine_tokenize_endpoints() -> list[TokenizeEndpoint]:
+def tokenize_endpoints() -> list[TokenizeEndpoint]:
     """llama-server's ``/tokenize`` and ``/detokenize``."""
     return [TOKENIZE]

@@ -10,7 +10,8 @@ from typing import Any
 AUDIT_HELP = """\
 reads: AIPerf profile_export_aiperf.json (+ profile_export.jsonl beside it),
 GuideLLM benchmarks.json, vllm bench serve --save-result [--save-detailed],
-inference-perf reports, InferenceX aggregates, and InferX's own results.
+inference-perf reports (summary_lifecycle_metrics.json + per_request_lifecycle_metrics.json
+beside it), InferenceX aggregates, and InferX's own results.
 Exit status: 0 when every point is trustworthy, 1 when one is not (or a file
 could not be read). `inferx docs why-numbers` lists every symptom and its fix."""
 

@@ -191,8 +191,9 @@ RULES: tuple[Rule, ...] = (
             "GuideLLM": "a server that returns usage (GuideLLM asks with "
             "stream_options.include_usage)",
             "vllm bench serve": "a server that reports usage (it counts the stream otherwise)",
-            "inference-perf": "a tokenizer matching the served model (tokenizer.pretrained_model"
-            "_name_or_path)",
+            "inference-perf": "report.request_lifecycle.use_server_output_tokens: true (its "
+            "figures then count the server's usage), or a tokenizer matching the served model "
+            "(tokenizer.pretrained_model_name_or_path)",
             "InferX": "usage is read from the stream and cross-checked for every request",
         },
     ),

@@ -47,7 +47,7 @@ def _imported(path: Path) -> tuple[list[PointResultBase], str | None]:
 
     try:
         data = read_import(path)  # as strict as the result readers: NaN, nesting, size
-        if sniff(data) is None:
+        if sniff(data, path) is None:
             return [], ""
         return list(import_data(data, path)), None
     except UserFacingError as exc:

@@ -22,6 +22,7 @@ from typing import Any
 from inferx_core._version import __version__
 from inferx_core.config.parsing import ParseError
 from inferx_core.errors import UserFacingError
+from inferx_core.interop.inference_perf_requests import SUMMARY_NAME, read_with_summary
 from inferx_core.interop.judged import VERDICT_CHECKS, judge, summary_validity
 from inferx_core.interop.tool_formats import sniff_tool, tool_points
 from inferx_core.interop.vllm_bench import SPEC_DECODE_KEYS
@@ -341,7 +342,7 @@ def sniff(data: Any, path: Path | None = None) -> str | None:
         and "schema_version" not in rows[0]
     ):
         return "vllm"
-    return sniff_tool(data)
+    return sniff_tool(data, path)
 
 
 def read_import(path: Path) -> Any:
@@ -395,6 +396,11 @@ Imported = tuple[PointResultBase, list[RequestRecord] | None]
 def imported_points(data: Any, path: Path) -> Iterator[Imported]:
     """Every result in ``data`` with its request records (None: the file has none)."""
     kind = sniff(data, path)
+    if kind is None and read_with_summary(path):
+        raise UserFacingError(
+            f"{path}: inference-perf's per-request report is read with the run's summary "
+            f"beside it: give {SUMMARY_NAME} (or the folder); nothing imported"
+        )
     if kind is None:
         raise UserFacingError(
             f"{path}: neither a vLLM bench serve result (mean_ttft_ms, ...) nor another file "

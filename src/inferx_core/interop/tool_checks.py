@@ -178,14 +178,18 @@ def summary_rate_check(achieved: float | None, target: float | None) -> Validity
     return _check("achieved_rate", ratio, limit, ratio >= limit, why)
 
 
-#: A median chunk gap below this share of the median TPOT: most gaps are ~0, so
-#: the chunks were read together (the summary-level form of chunk_coalescing).
+#: A median token gap below this share of the median TPOT: most gaps are ~0 (the
+#: summary-level form of chunk_coalescing).
 MIN_ITL_TO_TPOT = 0.1
 
 
 def summary_itl_check(median_itl_ms: float | None, median_tpot_ms: float | None):
-    """Coalesced reads from a summary: a median ITL far below the median TPOT means most
-    gaps are near 0 and a few are long (the tokens came in bursts of reads)."""
+    """A median ITL far below the median TPOT: most token gaps are near 0 and a few are
+    long. It only marks: inference-perf stamps every token of a chunk (by its tokenizer)
+    with the chunk's time, so the gaps inside a chunk are 0 by design, and its summary
+    cannot tell those from chunks read together. Measured on the scripted server at 2
+    req/s and 40 ms per chunk: a median ITL of 0 from chunks of ~2 of its tokens, read one
+    by one (its per-request report: 0% zero chunk gaps)."""
     if median_itl_ms is None or not median_tpot_ms:
         return None
     ratio = median_itl_ms / median_tpot_ms
@@ -194,9 +198,19 @@ def summary_itl_check(median_itl_ms: float | None, median_tpot_ms: float | None)
         f"({ratio:.1%})"
     )
     if ratio < MIN_ITL_TO_TPOT:
-        why += ": most chunk gaps are near 0, chunks were read together, so ITL describes "
-        why += "the client's reads, not generation"
-    return _check("chunk_coalescing", ratio, MIN_ITL_TO_TPOT, ratio >= MIN_ITL_TO_TPOT, why)
+        why += (
+            ": most token gaps are near 0: chunks read together, or chunks of several of "
+            "the tool's tokens (inference-perf stamps each token of a chunk with the "
+            "chunk's time); its per-request report (per_request: true) tells which"
+        )
+    return _check(
+        "chunk_coalescing",
+        ratio,
+        MIN_ITL_TO_TPOT,
+        ratio >= MIN_ITL_TO_TPOT,
+        why,
+        severity="marks",
+    )
 
 
 #: A tool's own token count may differ from the server's usage by this share (one token

@@ -25,4 +25,9 @@ SERVER_TIMING = ServerTiming(
     spec_draft_tokens="timings.draft_n",
     spec_accepted_tokens="timings.draft_n_accepted",
     cached_tokens="timings.cache_n",
+    # prompt_ms starts when a slot starts the prompt: what comes before and after is not
+    unclocked=(
+        "llama-server's HTTP handling, tokenizing the prompt and handing the task to a "
+        "slot, and writing the first chunk, not clocked by llama-server"
+    ),
 )

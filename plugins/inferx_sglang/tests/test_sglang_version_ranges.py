@@ -2,13 +2,16 @@
 
 The version reaches the plugin as ``platform.software["sglang"]`` (read from the
 image for a docker launch). Each range whose parser installs here is checked with
-that version's own parser: 0.5.23 (.venv-sglang) and 0.5.22 (its wheel in
-.venv-sglang/sglang-0.5.22, first on PYTHONPATH; ``make sglang`` makes both).
+that version's own parser: 0.5.23 (.venv-sglang), 0.5.22 (its wheel in
+.venv-sglang/sglang-0.5.22, first on PYTHONPATH) and 0.5.4 (.venv-sglang-0.5.4, for
+the range before 0.5.22); ``make sglang`` makes all three.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +99,62 @@ def test_each_checked_range_s_argv_is_what_its_own_parser_takes(
     assert answer["version"] == version
     assert argv_check.verdict(answer["results"]["chosen"]) is None  # accepted, undeprecated
     assert "deprecated" in (argv_check.verdict(answer["results"]["pair"]) or "")
+
+
+# An SGLang older than 0.5.22 (0.5.4, the range of --dp-size N --enable-dp-attention)
+# has its own venv (.venv-sglang-0.5.4: its server_args imports torchvision, which
+# needs its own torch). Building its ServerArgs resolves them against a GPU ("No
+# accelerator (CUDA, XPU, HPU) is available"), so its argparse parser is what is asked.
+LEGACY = "0.5.4"
+LEGACY_PROBE = r"""
+import argparse, contextlib, io, json, sys
+from importlib.metadata import version
+from sglang.srt.server_args import ServerArgs
+
+parser = argparse.ArgumentParser(exit_on_error=False)
+ServerArgs.add_cli_args(parser)
+answer = {"version": version("sglang"), "results": {}}
+for name, argv in json.loads(sys.argv[1]).items():
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):
+            ns = parser.parse_args(argv)
+        answer["results"][name] = {"error": None, "namespace": vars(ns)}
+    except (SystemExit, argparse.ArgumentError) as exc:
+        lines = stderr.getvalue().strip().splitlines()
+        answer["results"][name] = {"error": lines[-1] if lines else str(exc), "namespace": None}
+print(json.dumps(answer, default=str))
+"""
+
+
+def legacy_python() -> Path:
+    python = ROOT / f".venv-sglang-{LEGACY}" / "bin" / "python"
+    if not python.is_file():
+        why = f"no SGLang {LEGACY} parser: run `make sglang`"
+        if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    return python
+
+
+@pytest.mark.slow
+def test_the_range_before_0_5_22_is_what_0_5_4_s_own_parser_takes() -> None:
+    spec = spec_on(LEGACY)
+    argvs = {
+        "chosen": argv_check.engine_args_of(spec.argv),
+        "new": ["--model-path", "m", *NEW],
+    }
+    proc = subprocess.run(
+        [str(legacy_python()), "-c", LEGACY_PROBE, json.dumps(argvs)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert answer["version"] == LEGACY
+    chosen = answer["results"]["chosen"]
+    assert chosen["error"] is None
+    namespace = chosen["namespace"]  # argparse's dests (ServerArgs.from_cli_args renames them)
+    assert namespace["data_parallel_size"] == 4 and namespace["enable_dp_attention"] is True
+    assert namespace["tensor_parallel_size"] == 4
+    # the newer form is not this release's: its own parser refuses it
+    assert "unrecognized arguments: --attn-dp-size 4" in answer["results"]["new"]["error"]

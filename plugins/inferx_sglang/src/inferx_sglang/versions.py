@@ -12,9 +12,11 @@ DP attention, N attention groups inside the TP group:
   take it and call the pair below deprecated (checked in
   plugins/inferx_sglang/tests/test_sglang_version_ranges.py with both parsers).
 - 0.4.0 <= SGLang < 0.5.22: ``--dp-size N --enable-dp-attention``, the form the
-  recipes that pin older images use (DP attention came in 0.4.0). Releases before
-  0.5.22 need another parser venv (their server_args imports torchvision): this
-  range is taken from their source, not checked with their parser here.
+  recipes that pin older images use (DP attention came in 0.4.0). Checked with
+  0.5.4's own parser in a venv of its own (.venv-sglang-0.5.4: its server_args
+  imports torchvision, which needs the torch it was built for), which takes this
+  form and refuses ``--attn-dp-size``; its argparse parser only, since building
+  its ServerArgs asks for a GPU.
 - Older, or a version InferX cannot read: the oldest known form, with a warning
   that names the known ranges (never a silent guess).
 """

@@ -96,3 +96,23 @@ def test_slo_on_the_command_line_fills_the_config_search_before_validation(
     err = capsys.readouterr().err
     assert "search.slo" not in err  # the flag filled it: the config is valid
     assert "http://127.0.0.1:9" in err  # ... and only the absent server stopped it
+
+
+def test_bench_slo_without_a_search_is_the_points_goodput_target(tmp_path: Path, capsys) -> None:
+    """--slo without --search fills the config's slo: (one SloTarget): the written result
+    counts goodput by its per-request limits (intvty as TPOT); a limit that judges a load
+    level is refused before any load, naming where it goes."""
+    with ServerProcess(max_concurrent=2, ttft_ms=5, itl_ms=5) as server:
+        argv = _bench(server.base_url, tmp_path, "--concurrency", "2", "--slo",
+                      "ttft_ms=60000,intvty=0.5")  # fmt: skip
+        assert main(argv) == 0
+        refused = _bench(server.base_url, tmp_path / "no", "--slo", "p99_ttft_ms=500")
+        assert main(refused) == 2
+    assert "p99_ttft_ms judges a load level" in capsys.readouterr().err
+    assert not (tmp_path / "no").exists()
+    (written,) = [p for p in tmp_path.glob("*.json")]
+    result = json.loads(written.read_text())
+    assert result["load"]["slo"] == {"ttft_ms": 60000, "tpot_ms": 2000.0}
+    # every request meets limits this loose: goodput is the request throughput
+    goodput = result["throughput"]["request_goodput"]
+    assert goodput == pytest.approx(result["throughput"]["request_throughput"])

@@ -66,7 +66,7 @@ def test_the_claimed_capacity_is_never_above_what_the_server_sustains(
         prompts = search.probe_prompts(level, usual) if sized else usual
         records = closed_loop(capacity, int(level), prompts)
         at = Level("concurrency", level)
-        return judge_point("ok", None, {"ignore_eos": True}, records, search.target, level=at)
+        return judge_point("ok", None, {"ignore_eos": True}, records, search.slo, level=at)
 
     space = SearchSpace(start=1, low=1, high=top, integer=True, tolerance=tolerance)
     out = search_capacity(space, measure, budget=Budget(max_runs=40))
@@ -117,7 +117,7 @@ def test_a_rate_claim_above_the_sustained_rate_is_labelled_uncertain(
         prompts = search.probe_prompts(level, usual) if sized else usual
         at = Level("rate", level, min_seconds=search.probe_seconds(level))
         records = open_loop(capacity, level, prompts)
-        return judge_point("ok", None, {}, records, search.target, level=at)
+        return judge_point("ok", None, {}, records, search.slo, level=at)
 
     space = SearchSpace(start=1, low=0.1, high=200, integer=False)
     out = search_capacity(space, measure, budget=Budget(max_runs=40))

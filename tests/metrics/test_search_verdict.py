@@ -44,7 +44,7 @@ def _req(ttft: float | None, tpot: float | None = 10.0) -> RequestMetrics:
 
 
 def test_the_goodput_score_is_the_quantile_of_the_worst_ratio() -> None:
-    search = SearchConfig(over="concurrency", slo={"ttft_ms": 100, "goodput": 0.9}).target
+    search = SearchConfig(over="concurrency", slo={"ttft_ms": 100, "goodput": 0.9}).slo
     reqs = [_req(50)] * 9 + [_req(400)]  # 90% meet: exactly the target
     run = judge_run("ok", None, {}, reqs, search)
     assert run.score == pytest.approx(0.5) and run.binding.startswith("ttft_ms")
@@ -53,17 +53,17 @@ def test_the_goodput_score_is_the_quantile_of_the_worst_ratio() -> None:
 
 
 def test_percentile_limits_and_interactivity() -> None:
-    search = SearchConfig(over="rate", slo={"p99_ttft_ms": 200, "intvty": 50}).target
+    search = SearchConfig(over="rate", slo={"p99_ttft_ms": 200, "intvty": 50}).slo
     run = judge_run("ok", None, {"p99_ttft_ms": 100.0}, [_req(10, tpot=40.0)] * 5, search)
     assert run.score == pytest.approx(2.0) and run.binding.startswith("intvty")
     assert search.goodput_slos() == {"tpot_ms": 20.0}
 
 
 def test_an_invalid_run_is_not_scored() -> None:
-    search = SearchConfig(over="concurrency", slo={"ttft_ms": 100}).target
+    search = SearchConfig(over="concurrency", slo={"ttft_ms": 100}).slo
     run = judge_run("invalid", "invalid: client_starved (lag 80 ms)", {}, [_req(5)], search)
     assert run.score is None and run.reason == "invalid: client_starved (lag 80 ms)"
-    p999 = SearchConfig(over="rate", slo={"p99.9_ttft_ms": 9}).target
+    p999 = SearchConfig(over="rate", slo={"p99.9_ttft_ms": 9}).slo
     run = judge_run("ok", None, {}, [_req(5)], p999)
     assert run.score is None and "percentiles" in run.reason
 

@@ -36,17 +36,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferx_core.analysis.cost import CostOptions
-from inferx_core.analysis.points import build_rows, series_of
+from inferx_core.analysis.points import series_of
 from inferx_core.config.slo import SloTarget
 from inferx_core.metrics.knee import LevelFigures, find_knee
-from inferx_core.metrics.search import Measurement, Probe, SearchOutcome
+from inferx_core.metrics.search import (
+    Measurement,
+    Probe,
+    ProbeState,
+    SearchOutcome,
+    SearchStatus,
+)
 from inferx_core.metrics.search_judge import Level, judge_point
 from inferx_core.metrics.search_model import SearchSummary
 from inferx_core.results.model import PointResultBase
 from inferx_core.results.read import read_request_records
 
-__all__ = ["SOURCES", "DerivedCapacity", "constraint_of", "derived_capacities"]
+__all__ = ["SOURCES", "DerivedCapacity", "derived_capacities"]
 
 #: A buyer's-table row's source: a search's summary, a plain sweep's points, imported points.
 SOURCES = ("search", "sweep points", "import")
@@ -66,11 +71,6 @@ class _Group:
     source: str
     server_id: str | None
     points: list[tuple[float, PointResultBase]]
-
-
-def constraint_of(summary: SearchSummary) -> SloTarget:
-    """A search summary's SLO, as the target that judges a point against it."""
-    return SloTarget(limits=dict(summary.limits), goodput=summary.goodput_target)
 
 
 def _level(result: PointResultBase) -> tuple[str, float, Any] | None:
@@ -151,7 +151,7 @@ def _probe(level: float, judged: Sequence[Measurement]) -> Probe:
     if unknown and not failing:
         return Probe(level, "unknown", tuple(judged), None, None, reason=unknown[0].reason)
     worst = max(scored, key=lambda m: m.score or 0.0)
-    state = "pass" if (worst.score or 0.0) <= 1.0 else "fail"
+    state: ProbeState = "pass" if (worst.score or 0.0) <= 1.0 else "fail"
     lo, hi = min(m.score or 0.0 for m in scored), worst.score or 0.0
     spread = (lo, hi) if len(scored) > 1 else None
     return Probe(level, state, (worst,), worst.score, spread, binding=worst.binding)
@@ -177,6 +177,7 @@ def _outcome(probes: list[Probe], over: str) -> SearchOutcome:
     stop = walked[-1] if walked[-1].state != "pass" else None
     last_pass = next((p for p in reversed(walked) if p.state == "pass"), None)
     first_fail = stop if stop is not None and stop.state == "fail" else None
+    status: SearchStatus
     if stop is None:
         status, reason = "above_max", f"every point passes, up to {unit}{walked[-1].level:g}"
     elif stop.state == "unknown":
@@ -216,8 +217,9 @@ def _derive(group: _Group, target: SloTarget, paths: Mapping[str, Path]) -> Deri
     by_level: dict[float, list[Measurement]] = {}
     bases: set[str] = set()
     for level, result in sorted(group.points, key=lambda p: (p[0], p[1].point_id)):
-        at = Level(group.over, level)
-        verdict, basis = _judge(result, target, paths.get(result.point_id), at)
+        verdict, basis = _judge(
+            result, target, paths.get(result.point_id), Level(group.over, level)
+        )
         by_level.setdefault(level, []).append(verdict)
         bases.add(basis)
     probes = [_probe(level, judged) for level, judged in sorted(by_level.items())]
@@ -227,12 +229,7 @@ def _derive(group: _Group, target: SloTarget, paths: Mapping[str, Path]) -> Deri
     summary = SearchSummary.build(
         outcome,
         ids=(group.label, group.server_id),
-        constraint=(
-            group.over,
-            f"{group.over}, {target.describe()}",
-            dict(target.limits),
-            target.goodput,
-        ),
+        constraint=(group.over, target),
         at_capacity=at.flat() if at is not None else {},
         knee=find_knee(sorted(_figures(group.points), key=lambda f: f.level)),
     )
@@ -242,17 +239,13 @@ def _derive(group: _Group, target: SloTarget, paths: Mapping[str, Path]) -> Deri
 def derived_capacities(
     results: Iterable[PointResultBase],
     constraints: Sequence[SloTarget],
-    options: CostOptions | None = None,
+    rows: Mapping[str, Mapping[str, Any]],
     paths: Mapping[str, Path] | None = None,
-    rows: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[DerivedCapacity]:
     """Each server configuration's capacity under each target (on the group's own axis).
 
-    ``paths`` (point id -> result file) lets a point be judged from its request records;
-    ``rows`` (point id -> its report row) are the points' rows already built (else built
-    here, once)."""
-    results = list(results)
-    if rows is None:
-        rows = {row["point_id"]: row for row in build_rows(results, options)}
+    ``rows`` (point id -> its report row): the points' rows, built once by the report
+    (an import's hardware labels); ``paths`` (point id -> result file) lets a point be
+    judged from its request records."""
     groups = _groups(results, rows)
     return [_derive(g, target, paths or {}) for target in constraints for g in groups]

@@ -325,7 +325,7 @@ def _apply_flags(args: argparse.Namespace, data: dict[str, Any]) -> None:
     if search_flags(args, data):
         return  # --slo is the search's constraint
     if args.slo:
-        data["slo"] = {**data.get("slo", {}), **args.slo}
+        data["slo"] = {**(data.get("slo") or {}), **args.slo}
 
 
 def bench_config_from_args(args: argparse.Namespace) -> BenchConfig:

@@ -191,14 +191,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     from inferx_core.report import write_report
     from inferx_core.report.table import print_table
 
+    # the flags first, then the report: its rooms are walked top-down, none re-entered
     output = Path(args.output) if args.output else default_output(args.dirs)
+    slos = _slos(args)
+    options = cost_options(args)
     files = write_report(
-        args.dirs,
-        output,
-        cost_options(args),
-        title=args.title,
-        plots=not args.no_plots,
-        slos=_slos(args),
+        args.dirs, output, options, title=args.title, plots=not args.no_plots, slos=slos
     )
     if args.json:
         # with a buyer's table (a search in the folders, or --slo) it comes along

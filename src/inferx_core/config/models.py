@@ -42,6 +42,7 @@ from inferx_core.config.sessions import (
     ThinkTimeConfig,
     check_multi_turn_workload,
 )
+from inferx_core.config.slo import PointSlo, SloTarget
 from inferx_core.config.speculative import SpeculativeConfig
 from inferx_core.config.trace_checks import (
     check_trace_load,
@@ -285,16 +286,8 @@ class Workload(StrictModel):
         return self
 
 
-class SLO(StrictModel):
-    """Service-level objectives for goodput: a request is good when it meets every one given."""
-
-    ttft_ms: float | None = Field(default=None, gt=0)
-    tpot_ms: float | None = Field(default=None, gt=0)
-    itl_ms: float | None = Field(default=None, gt=0)
-    e2el_ms: float | None = Field(default=None, gt=0)
-
-    def as_dict(self) -> dict[str, float]:
-        return {k: v for k, v in self.model_dump().items() if v is not None}
+#: The public API's name for the one SLO type (``inferx_core.api.SLO``).
+SLO = SloTarget
 
 
 class HardwareCost(StrictModel):
@@ -313,6 +306,14 @@ def _validity_field() -> Any:
     )
 
 
+def _slo_field() -> Any:
+    return Field(
+        default=None,
+        description="Per-request limits a point's goodput counts (ttft_ms, tpot_ms, itl_ms, "
+        "e2el_ms, intvty); None: no goodput",
+    )
+
+
 def _client_cpus_field(default_meaning: str) -> Any:
     return Field(default=None, description=f"CPUs the load generator may run on; {default_meaning}")
 
@@ -323,7 +324,7 @@ class RunConfig(ServerConfig):
     name: str | None = Field(default=None, description="Label used in result ids")
     workload: Workload = Field(default_factory=Workload)
     load: LoadProfile = Field(default_factory=LoadProfile)
-    slo: SLO = Field(default_factory=SLO)
+    slo: PointSlo = _slo_field()
     validity: ValidityLimits = _validity_field()
     client_cpus: list[int] | None = _client_cpus_field(
         "None: the last CPU on a small host while InferX runs the engine there, else any"
@@ -360,7 +361,7 @@ class BenchConfig(StrictModel):
     name: str | None = Field(default=None, description="Label used in result ids")
     workload: Workload = Field(default_factory=Workload)
     load: LoadProfile = Field(default_factory=LoadProfile)
-    slo: SLO = Field(default_factory=SLO)
+    slo: PointSlo = _slo_field()
     search: SearchConfig | None = Field(default=None, description="Capacity search under an SLO")
     validity: ValidityLimits = _validity_field()
     client_cpus: list[int] | None = _client_cpus_field("None: any CPU")

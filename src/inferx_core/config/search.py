@@ -3,7 +3,9 @@
 ``search: {over: concurrency, slo: {ttft_ms: 500, tpot_ms: 50}}`` asks for the
 highest concurrency (or request rate) at which 99% of the requests meet every
 per-request limit; ``p99_ttft_ms: 800``-style keys are limits on a reported
-percentile instead, and both kinds may be mixed. The algorithm is in
+percentile instead, and both kinds may be mixed. ``slo`` is the one
+:class:`~inferx_core.config.slo.SloTarget`; the rest are the search's own knobs.
+The algorithm is in
 :mod:`inferx_core.metrics.search`, the driver in :mod:`inferx_core.pipeline.search.driver`,
 the guarantees in ``docs/search.md``.
 """
@@ -11,9 +13,10 @@ the guarantees in ``docs/search.md``.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from inferx_core.config.base import StrictModel
 from inferx_core.config.bounds import MAX_CONCURRENCY, MAX_PROMPTS, MAX_REPEATS
@@ -21,7 +24,6 @@ from inferx_core.config.slo import (
     PER_REQUEST_LIMITS,
     SLO_KEYS_HELP,
     SloTarget,
-    check_slo_limits,
     percentile_limit_parts,
 )
 
@@ -48,14 +50,8 @@ class SearchConfig(StrictModel):
     over: Literal["concurrency", "rate"] = Field(
         description="The load axis searched: closed-loop concurrency or open-loop request rate"
     )
-    slo: dict[str, float] = Field(
-        description=f"The limits, by name: {SLO_KEYS_HELP}",
-    )
-    goodput: float = Field(
-        default=0.99,
-        gt=0,
-        le=1,
-        description="Share of requests that must meet every per-request limit",
+    slo: SloTarget = Field(
+        description=f"The target every probe is judged against, by name: {SLO_KEYS_HELP}",
     )
     start: float | None = Field(default=None, gt=0, description="First level (default 1)")
     min: float | None = Field(default=None, gt=0, description="Lowest level (default 1 / 0.1)")
@@ -93,17 +89,26 @@ class SearchConfig(StrictModel):
         f"that share; at least {MIN_RATE_PROBE_S:g} s)",
     )
 
-    @field_validator("slo")
+    @model_validator(mode="before")
     @classmethod
-    def _known_limits(cls, value: dict[str, float]) -> dict[str, float]:
-        return check_slo_limits(value)
+    def _share_into_target(cls, data: Any) -> Any:
+        """``search.goodput``, where configs gave the share before it joined the target,
+        is read as the target's ``goodput`` (one given in ``slo``, e.g. by ``--slo
+        goodput=0.95``, wins, as it always did)."""
+        if not isinstance(data, Mapping) or "goodput" not in data:
+            return data
+        data = dict(data)
+        share, slo = data.pop("goodput"), data.get("slo")
+        if isinstance(slo, SloTarget):
+            slo = slo.model_dump()
+        if isinstance(slo, Mapping):  # else the field says what is wrong with it
+            inner = slo.get("limits", slo)
+            has_share = "goodput" in slo or (isinstance(inner, Mapping) and "goodput" in inner)
+            data["slo"] = slo if has_share else {**slo, "goodput": share}
+        return data
 
     @model_validator(mode="after")
     def _levels(self) -> SearchConfig:
-        if "goodput" in self.slo:  # `--slo goodput=0.95` sets the share
-            self.goodput = self.slo.pop("goodput")
-            if not self.slo:
-                raise ValueError(f"goodput needs per-request limits: {SLO_KEYS_HELP}")
         low, high = self.lowest(), self.highest()
         if self.over == "concurrency":
             for name in ("start", "min", "max", "tolerance"):
@@ -115,11 +120,6 @@ class SearchConfig(StrictModel):
         if not low <= self.first() <= high:
             raise ValueError(f"search: start {self.first():g} is outside [{low:g}, {high:g}]")
         return self
-
-    @property
-    def target(self) -> SloTarget:
-        """The SLO every probe is judged against (the one type every judge reads)."""
-        return SloTarget(limits=dict(self.slo), goodput=self.goodput)
 
     def first(self) -> float:
         return self.start if self.start is not None else max(1.0, self.lowest())
@@ -136,7 +136,7 @@ class SearchConfig(StrictModel):
 
     def describe(self) -> str:
         """One line: ``concurrency, 99% of requests: ttft_ms<=500; p99_tpot_ms<=50``."""
-        return f"{self.over}, {self.target.describe()}"
+        return f"{self.over}, {self.slo.describe()}"
 
     def probe_seconds(self, level: float) -> float:
         """How long a rate probe at ``level`` must run to tell an overload of the tolerance:
@@ -145,7 +145,7 @@ class SearchConfig(StrictModel):
         if self.min_probe_s is not None:
             return self.min_probe_s
         share = (self.tolerance / level) if self.tolerance is not None else 0.05
-        limit = self.target.latency_limit_s()
+        limit = self.slo.latency_limit_s()
         wanted = limit / max(share, 1e-3) if limit is not None else MIN_RATE_PROBE_S
         return min(max(wanted, MIN_RATE_PROBE_S), MAX_RATE_PROBE_S)
 

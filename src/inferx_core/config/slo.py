@@ -3,10 +3,13 @@
 A target is per-request limits (``ttft_ms``, ``tpot_ms``, ``itl_ms`` = a request's
 largest gap, ``e2el_ms``, ``intvty`` = the least tokens/s one user sees), met
 together by a **goodput** share of the requests, and percentile limits on
-reported figures (``p99_ttft_ms``, ``median_tpot_ms``...). ``search.slo`` with
-``search.goodput``, ``--slo`` in ``inferx bench`` and ``inferx report``
-(:func:`parse_slo_text`, one parser) and the buyer's table all build this one
-type; every check of a key happens here, before any load is sent.
+reported figures (``p99_ttft_ms``, ``median_tpot_ms``...). A config's ``slo:``
+(:data:`PointSlo`: what a point's goodput counts), ``search.slo``, ``--slo`` in
+``inferx bench`` and ``inferx report`` (:func:`parse_slo_text`, one parser) and the
+buyer's table all build this one type, written as it is read: the limits by name
+beside ``goodput`` (``{ttft_ms: 500, p99_e2el_ms: 9000, goodput: 0.95}``, as
+``--slo ttft_ms=500,p99_e2el_ms=9000,goodput=0.95``). Every check of a key happens
+here, before any load is sent.
 """
 
 from __future__ import annotations
@@ -14,14 +17,16 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, model_serializer, model_validator
 
 from inferx_core.config.base import StrictModel
 
 __all__ = [
     "PER_REQUEST_LIMITS",
     "SLO_KEYS_HELP",
+    "PointSlo",
     "SloTarget",
     "check_slo_limits",
     "parse_slo_text",
@@ -103,25 +108,42 @@ def slo_from_pairs(pairs: Iterable[tuple[str, float]], flag: str = "--slo") -> d
 
 
 class SloTarget(StrictModel):
-    """Per-request limits met together by a ``goodput`` share, and percentile limits."""
+    """Per-request limits met together by a ``goodput`` share, and percentile limits.
+
+    Read and written flat, as a config and ``--slo`` spell it (``{ttft_ms: 500,
+    goodput: 0.95}``); ``SloTarget(limits={...}, goodput=...)`` in code."""
 
     limits: dict[str, float] = Field(description=f"The limits, by name: {SLO_KEYS_HELP}")
     goodput: float = Field(
         default=0.99, gt=0, le=1, description="Share of requests meeting every per-request limit"
     )
 
-    @field_validator("limits")
+    @model_validator(mode="before")
     @classmethod
-    def _known(cls, value: dict[str, float]) -> dict[str, float]:
-        return check_slo_limits(value)
+    def _flat(cls, data: Any) -> Any:
+        # the limits by name beside goodput: `goodput` is popped below, with its check
+        if isinstance(data, Mapping) and "limits" not in data:
+            return {"limits": dict(data)}
+        return data
 
     @model_validator(mode="after")
-    def _share(self) -> SloTarget:
+    def _checked(self) -> SloTarget:
+        # here, not on the field: an error names the target (`slo:`), not `limits`,
+        # which a config never spells
+        check_slo_limits(self.limits)
         if "goodput" in self.limits:  # `--slo goodput=0.95` sets the share
             self.goodput = self.limits.pop("goodput")
+            self.model_fields_set.add("goodput")
             if not self.limits:
                 raise ValueError(f"goodput needs per-request limits: {SLO_KEYS_HELP}")
         return self
+
+    @model_serializer(mode="plain")
+    def _as_written(self) -> dict[str, float]:
+        # written as read, so a dumped config validates again to the same target; the
+        # share only where it was given (a config's slo: takes none)
+        given = "goodput" in self.model_fields_set
+        return {**self.limits, **({"goodput": self.goodput} if given else {})}
 
     def per_request(self) -> dict[str, float]:
         """The per-request limits, as given."""
@@ -168,3 +190,34 @@ class SloTarget(StrictModel):
     def key(self) -> tuple[tuple[tuple[str, float], ...], float]:
         """Equal targets have equal keys (the buyer's table's distinct SLOs)."""
         return tuple(sorted(self.limits.items())), self.goodput
+
+
+def _none_when_empty(value: Any) -> Any:
+    """``slo: {}`` or a limit set to null is no limit, as the section always read."""
+    if isinstance(value, Mapping) and "limits" not in value:
+        value = {k: v for k, v in value.items() if v is not None}
+        return value or None
+    return value
+
+
+def _per_request_only(target: SloTarget | None) -> SloTarget | None:
+    """A point's goodput counts the requests meeting every per-request limit; a
+    percentile limit or a goodput share judges a load level, which one point is not."""
+    if target is None:
+        return None
+    share = ["goodput"] if "goodput" in target.model_fields_set else []
+    judged = [*target.percentile_limits(), *share]
+    if judged:
+        raise ValueError(
+            f"{', '.join(judged)} judges a load level, not one point's goodput: give it in "
+            "search.slo (with --search) or to `inferx report --slo`; slo: takes the "
+            "per-request limits ttft_ms, tpot_ms, itl_ms, e2el_ms, intvty"
+        )
+    return target
+
+
+#: A bench or run config's ``slo:``: the per-request limits a point's goodput counts
+#: (``intvty`` as TPOT); None: no goodput reported.
+PointSlo = Annotated[
+    SloTarget | None, BeforeValidator(_none_when_empty), AfterValidator(_per_request_only)
+]

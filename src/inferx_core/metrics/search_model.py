@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from inferx_core.config.slo import SloTarget
 from inferx_core.metrics.knee import Knee
 from inferx_core.metrics.search import Probe, SearchOutcome
 
@@ -106,21 +107,21 @@ class SearchSummary(_Model):
         outcome: SearchOutcome,
         *,
         ids: tuple[str, str | None],
-        constraint: tuple[str, str, dict[str, float], float],
+        constraint: tuple[str, SloTarget],
         at_capacity: dict[str, Any],
         knee: Knee | None,
         notes: list[str] | None = None,
     ) -> SearchSummary:
-        """``ids``: (search id, server id); ``constraint``: (axis, line, limits, goodput)."""
-        over, line, limits, goodput = constraint
+        """``ids``: (search id, server id); ``constraint``: (axis, the target judged)."""
+        over, target = constraint
         last = outcome.last_pass
         return cls(
             search_id=ids[0],
             server_id=ids[1],
             over=over,
-            slo=line,
-            limits=limits,
-            goodput_target=goodput,
+            slo=f"{over}, {target.describe()}",
+            limits=dict(target.limits),
+            goodput_target=target.goodput,
             status=outcome.status,
             reason=outcome.reason,
             capacity=outcome.capacity,
@@ -135,6 +136,11 @@ class SearchSummary(_Model):
             knee=KneeEvidence.of(knee) if knee else None,
             notes=list(notes or ()),
         )
+
+    def target(self) -> SloTarget:
+        """The SLO its levels were judged against (the buyer's table judges the other
+        points of a report against it too)."""
+        return SloTarget(limits=dict(self.limits), goodput=self.goodput_target)
 
 
 def _binding(outcome: SearchOutcome) -> str | None:

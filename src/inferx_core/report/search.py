@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from inferx_core.analysis.capacity import constraint_of, derived_capacities
+from inferx_core.analysis.capacity import derived_capacities
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.analysis.points import build_rows
 from inferx_core.config.slo import SloTarget
@@ -79,7 +79,7 @@ def _row(s: SearchSummary, cost: Mapping[str, Any]) -> dict[str, Any]:
 def _constraints(summaries: Sequence[SearchSummary], slos: Sequence[SloTarget]) -> list[SloTarget]:
     """The distinct SLOs (limits and goodput share) of the searches, then ``slos``."""
     out: dict[tuple[Any, ...], SloTarget] = {}
-    for c in [*(constraint_of(s) for s in summaries), *slos]:
+    for c in [*(s.target() for s in summaries), *slos]:
         out.setdefault(c.key(), c)
     return list(out.values())
 
@@ -98,15 +98,16 @@ def search_rows(
     derived from its points; cheapest at SLO first. ``paths`` (point id -> result file)
     lets a point be judged from its request records; ``point_rows``: the report's rows of
     ``results`` (each point's cost, computed once; built here when not given)."""
+    constraints = _constraints(summaries, slos)
     built = point_rows if point_rows is not None else build_rows(results, options)
     by_id: dict[str, Mapping[str, Any]] = {str(r["point_id"]): r for r in built}
+    derived = derived_capacities(results, constraints, by_id, paths)
 
     def cost(s: SearchSummary) -> Mapping[str, Any]:
         return by_id.get(s.capacity_point_id or "", {})
 
     rows = [_row(s, cost(s)) for s in summaries]
-    constraints = _constraints(summaries, slos)
-    for d in derived_capacities(results, constraints, options, paths, rows=by_id):
+    for d in derived:
         row = _row(d.summary, cost(d.summary))
         row["source"] = d.source
         row["evidence"] = f"{_evidence(d.summary, 'point')}; judged on {d.basis}"

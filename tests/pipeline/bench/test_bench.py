@@ -101,7 +101,7 @@ def test_abort_check_fails_the_point_quickly(slow_server: ServerProcess, tmp_pat
         BenchTarget(slow_server.base_url, "test-model"),
         workload=Workload(isl=16, osl=400),  # ~2 s per request
         load=LoadProfile(concurrency=[2], num_prompts=20, warmup=0),
-        slo=SLO(),
+        slo=None,
         counter=counter,
         abort_check=lambda: "engine exited with code 1" if time.monotonic() > deadline else None,
         progress=False,

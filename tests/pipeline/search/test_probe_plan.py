@@ -21,7 +21,7 @@ from inferx_core.config.search import SearchConfig
 from inferx_core.pipeline.point.server_plan import ServerPlan
 from inferx_core.pipeline.search import launched as run_search_module
 from inferx_core.pipeline.search import running as search_module
-from inferx_core.pipeline.search.driver import probe_percentiles, probe_slo
+from inferx_core.pipeline.search.driver import probe_percentiles
 from inferx_core.pipeline.search.running import run_search
 from inferx_core.pipeline.server.run import run_configs
 from inferx_core.sdk.manager import get_plugin_manager
@@ -80,7 +80,7 @@ def test_bench_search_probes_share_one_server_plan(
     assert_one_plan(plans, [o.result.identity.concurrency for o in run.outcomes])
     search = SearchConfig.model_validate(SEARCH)
     plan = plans[0]
-    assert plan.slo == probe_slo(search)
+    assert plan.slo == search.slo
     assert list(plan.percentiles or []) == probe_percentiles([50.0, 95.0], search)
     assert (plan.num_gpus, plan.progress, plan.target.base_url) == (2, False, config.base_url)
 
@@ -109,7 +109,7 @@ def test_run_search_probes_are_points_of_the_servers_plan(
     # the session's watchdog and failure naming, with the search's SLOs and percentiles
     assert plan.abort_check is not None and plan.failure_details is not None
     search = SearchConfig.model_validate(SEARCH)
-    assert plan.slo == probe_slo(search)
+    assert plan.slo == search.slo
     assert list(plan.percentiles or []) == probe_percentiles([50.0, 90.0, 99.0, 99.9], search)
     assert plan.num_gpus is None and plan.num_gpus_reason  # the fake engine uses no GPU
 

@@ -92,7 +92,7 @@ def _point_metrics(plan: ServerPlan, result: ScheduleResult) -> PointMetrics:
         window_start_ns=result.window_start_ns,
         window_end_ns=max(result.window_end_ns, result.window_start_ns + 1),
         **gpus,
-        slos=plan.slo.as_dict() or None,
+        slos=plan.slo.goodput_slos() if plan.slo else None,
         percentiles=list(plan.percentiles or DEFAULT_PERCENTILES),
     )
     usage_note = plan.target.continuous_usage_note
@@ -334,7 +334,7 @@ def _measured(
         metrics=metrics,
         offered=_offered(drive, point, plan.load, requests.n_measured),
         workload=_workload_fields(requests, plan.workload, plan.counter),
-        slo=plan.slo.as_dict(),
+        slo=plan.slo.goodput_slos() if plan.slo else {},
         telemetry=telemetry,
         started_at=started_at,
         validity=_validity(plan, point, requests, drive, metrics, telemetry),

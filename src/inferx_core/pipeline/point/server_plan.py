@@ -13,10 +13,11 @@ long list of arguments repeated at each call.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from inferx_core.config.models import SLO, LoadProfile, Workload
+from inferx_core.config.models import LoadProfile, Workload
+from inferx_core.config.slo import SloTarget
 from inferx_core.config.speculative import SpeculativeConfig
 from inferx_core.config.validity import ValidityLimits
 from inferx_core.load.tokens.counter import CounterResolution
@@ -50,7 +51,7 @@ class ServerPlan:
     workload: Workload
     load: LoadProfile
     counter: CounterResolution
-    slo: SLO = field(default_factory=SLO)
+    slo: SloTarget | None = None
     percentiles: Sequence[float] | None = None
     num_gpus: int | None = None
     num_gpus_reason: str | None = None

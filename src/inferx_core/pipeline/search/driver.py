@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from inferx_core.config.models import SLO, LoadProfile, Workload
+from inferx_core.config.models import LoadProfile, Workload
 from inferx_core.config.points import LoadPoint, point_id_for
 from inferx_core.config.search import SearchConfig
 from inferx_core.errors import UserFacingError
@@ -119,21 +119,17 @@ def check_searchable(workload: Workload, load: LoadProfile, search: SearchConfig
         )
 
 
-def probe_slo(search: SearchConfig) -> SLO:
-    """The goodput SLOs a probe's result reports: the search's per-request limits."""
-    return SLO(**search.target.goodput_slos())
-
-
 def probe_percentiles(wanted: list[float], search: SearchConfig) -> list[float]:
     """``wanted`` plus the percentiles the search's percentile limits read."""
-    return [*wanted, *(p for p in search.target.percentiles_read() if p not in wanted)]
+    return [*wanted, *(p for p in search.slo.percentiles_read() if p not in wanted)]
 
 
 def probe_plan(plan: ServerPlan, search: SearchConfig) -> ServerPlan:
-    """The server's plan for the search's probes: the search's SLOs, and the
-    plan's percentiles plus those the search's limits read."""
+    """The server's plan for the search's probes: the search's target (a probe's
+    goodput counts its per-request limits), and the plan's percentiles plus those the
+    search's limits read."""
     wanted = list(plan.percentiles or DEFAULT_PERCENTILES)
-    return replace(plan, slo=probe_slo(search), percentiles=probe_percentiles(wanted, search))
+    return replace(plan, slo=search.slo, percentiles=probe_percentiles(wanted, search))
 
 
 @dataclass
@@ -177,7 +173,7 @@ class _Prober:
             res.failure_reason,
             res.flat(),
             outcome.records,
-            search.target,
+            search.slo,
             point_id=pid,
             level=Level(search.over, level, seconds),
         )
@@ -257,7 +253,7 @@ def search_probes(
     summary = SearchSummary.build(
         outcome,
         ids=(search_id, plan.server_id),
-        constraint=(search.over, search.describe(), dict(search.slo), search.goodput),
+        constraint=(search.over, search.slo),
         at_capacity=at_capacity,
         knee=find_knee(_figures(finals)),
         notes=prober.notes,

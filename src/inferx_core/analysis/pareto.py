@@ -63,6 +63,12 @@ def dominates(
     return ge_x and ge_y and (a[0] != b[0] or a[1] != b[1])
 
 
+def _numbers(point: tuple[float | None, float | None]) -> tuple[float, float] | None:
+    """Both coordinates as floats when both are finite numbers, else None."""
+    px, py = point
+    return (float(px), float(py)) if is_finite_number(px) and is_finite_number(py) else None
+
+
 def pareto_mask(
     points: Sequence[tuple[float | None, float | None]],
     x: Direction = "max",
@@ -77,11 +83,10 @@ def pareto_mask(
     """
     sx = 1.0 if x == "max" else -1.0
     sy = 1.0 if y == "max" else -1.0
-    valid = [
-        i for i, (px, py) in enumerate(points) if is_finite_number(px) and is_finite_number(py)
-    ]  # others: never on the frontier
-    # Work with "higher is better" keys (valid: both coordinates are numbers, not None).
-    keyed = {i: (sx * float(points[i][0]), sy * float(points[i][1])) for i in valid}  # type: ignore[arg-type]  # valid: numbers
+    # Work with "higher is better" keys; a point without two numbers is never on it.
+    numbers = [_numbers(p) for p in points]
+    keyed = {i: (sx * n[0], sy * n[1]) for i, n in enumerate(numbers) if n is not None}
+    valid = list(keyed)
     order = sorted(valid, key=lambda i: (-keyed[i][0], -keyed[i][1]))
     mask = [False] * len(points)
     best_y = -math.inf
@@ -112,10 +117,14 @@ def pareto_front(
     items = list(items)
     coords = [key(item) for item in items]
     mask = pareto_mask(coords, x, y)
-    chosen = [(coords[i], item) for i, item in enumerate(items) if mask[i]]
-    sy = -1.0 if y == "max" else 1.0
     # on the frontier: both coordinates are numbers (pareto_mask leaves None off it)
-    chosen.sort(key=lambda c: (float(c[0][0]), sy * float(c[0][1])))  # type: ignore[arg-type]  # frontier: numbers
+    chosen = [
+        (n, item)
+        for i, item in enumerate(items)
+        if mask[i] and (n := _numbers(coords[i])) is not None
+    ]
+    sy = -1.0 if y == "max" else 1.0
+    chosen.sort(key=lambda c: (c[0][0], sy * c[0][1]))
     return [item for _, item in chosen]
 
 
@@ -136,12 +145,8 @@ class Frontier:
         y: Direction = "max",
     ) -> Frontier:
         front = pareto_front(points, lambda p: p, x, y)  # numbers only: None is never on it
-        return cls(
-            tuple(float(p[0]) for p in front),  # type: ignore[arg-type]  # frontier: numbers
-            tuple(float(p[1]) for p in front),  # type: ignore[arg-type]  # frontier: numbers
-            x,
-            y,
-        )
+        pairs = [n for p in front if (n := _numbers(p)) is not None]
+        return cls(tuple(px for px, _ in pairs), tuple(py for _, py in pairs), x, y)
 
     def __len__(self) -> int:
         return len(self.x)

@@ -124,7 +124,7 @@ def parse_config_text(
         raise ConfigError(path, ["file is empty; a minimal config is `engine: vllm` + `model: ID`"])
     if not isinstance(data, dict):
         raise ConfigError(path, ["top level must be a mapping of keys (engine:, model:, ...)"])
-    model: type[BaseModel] = (
+    model: type[RunConfig] | type[SweepConfig] | type[BenchConfig] = (
         SweepConfig if is_sweep(data) else BenchConfig if is_bench(data) else RunConfig
     )
     try:
@@ -132,10 +132,10 @@ def parse_config_text(
     except ValidationError as exc:
         raise ConfigError(path, format_validation_error(exc, model, positions)) from None
     try:
-        _check_ids(config)  # type: ignore[arg-type]  # one of the three config models
+        _check_ids(config)
     except PointIdError as exc:  # ids name files: one too long is this file's to fix
         raise ConfigError(path, [str(exc)]) from None
-    return config  # type: ignore[return-value]  # one of the three config models
+    return config
 
 
 def _check_ids(config: RunConfig | SweepConfig | BenchConfig) -> None:

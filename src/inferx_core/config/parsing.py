@@ -14,7 +14,7 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import yaml
 from yaml.composer import Composer
@@ -111,13 +111,20 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+class _JsonHooks(TypedDict, total=False):
+    """The ``json.loads`` keywords these readers set (typed, for ``**hooks``)."""
+
+    parse_constant: Callable[[str], Any]
+    object_pairs_hook: Callable[[list[tuple[Any, Any]]], Any]
+
+
 def loads_json(text: str, *, finite: bool = True, unique_keys: bool = False) -> Any:
     """``json.loads`` with the limits above (:func:`check_values`); ``finite``: NaN,
     Infinity and numbers that overflow to it (``1e999``) are refused.
 
     Raises :class:`ParseError` for invalid JSON too (its ``line`` set).
     """
-    hooks: dict[str, Callable[..., Any]] = {}
+    hooks: _JsonHooks = {}
     if finite:
         hooks["parse_constant"] = _refuse_constant
     if unique_keys:
@@ -139,7 +146,7 @@ def loads_data_json(text: str) -> Any:
 
     Raises :class:`ParseError` for invalid JSON too (its ``line`` set).
     """
-    hooks = {"parse_constant": _refuse_constant}
+    hooks: _JsonHooks = {"parse_constant": _refuse_constant}
     return _decode_json(
         text,
         hooks,
@@ -148,9 +155,7 @@ def loads_data_json(text: str) -> Any:
     )
 
 
-def _decode_json(
-    text: str, hooks: dict[str, Callable[..., Any]], *, too_deep: str, too_many_digits: str
-) -> Any:
+def _decode_json(text: str, hooks: _JsonHooks, *, too_deep: str, too_many_digits: str) -> Any:
     """``json.loads`` with each way it fails as a :class:`ParseError`; the reasons for
     Python's own depth and digit limits come from the caller, whose limits differ."""
     try:
@@ -255,9 +260,13 @@ class _StrictComposer(Composer):
         self.chars: list[int] = []  # scalar characters so far in each open node
         self.sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (values, chars), once closed
 
+    if TYPE_CHECKING:  # the parser StrictLoader mixes in gives it (Composer expects one)
+
+        def peek_event(self) -> yaml.Event: ...
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
-        line = event.start_mark.line + 1
+        line = event.start_mark.line + 1 if event.start_mark else None  # libyaml marks every one
         if isinstance(event, yaml.AliasEvent):
             target = self.anchors.get(event.anchor)
             if target is not None and id(target) not in self.sizes:
@@ -276,7 +285,7 @@ class _StrictComposer(Composer):
             self._add(*size, line)
         return node
 
-    def _add(self, size: int, chars: int, line: int) -> None:
+    def _add(self, size: int, chars: int, line: int | None) -> None:
         self.counts[-1] += size
         self.chars[-1] += chars
         if self.counts[-1] > MAX_VALUES:

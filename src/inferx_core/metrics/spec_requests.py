@@ -71,9 +71,8 @@ def _rows(ok: Sequence[RequestRecord]) -> tuple[list[tuple[RequestRecord, int, i
 def _drafts(rows: list[tuple[RequestRecord, int, int]]) -> int | None:
     """Verify steps summed, when every request reported them (vLLM, SGLang)."""
     each = [(rec.server_figures or {}).get("spec_drafts") for rec, _, _ in rows]
-    if not each or not all(type(d) is int for d in each):
-        return None
-    return sum(each)  # type: ignore[arg-type]  # all ints: checked above
+    counts = [d for d in each if type(d) is int]  # a bool is no count
+    return sum(counts) if each and len(counts) == len(each) else None
 
 
 def _agreement(pooled: float | None, window: Mapping[str, Any] | None) -> dict[str, Any]:

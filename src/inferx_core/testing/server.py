@@ -17,7 +17,7 @@ import ssl
 import threading
 import time
 import zlib
-from typing import Any
+from typing import Any, cast
 
 from inferx_core.testing.knobs import ServerKnobs
 from inferx_core.testing.spec_metrics import SpecCounters
@@ -61,7 +61,7 @@ class ServerProtocol(asyncio.Protocol):
         self.recv_ns = 0  # when the last request bytes arrived (stamp mode)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # a TCP transport here
+        self.transport = cast(asyncio.Transport, transport)  # a TCP transport here
         self.server.connections += 1
 
     def connection_lost(self, exc: Exception | None) -> None:

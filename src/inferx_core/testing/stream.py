@@ -25,7 +25,9 @@ class _IdSource(Protocol):
 class ServerConnection(Protocol):
     """What a stream needs from the connection it answers on (server.ServerProtocol)."""
 
-    server: _IdSource
+    @property
+    def server(self) -> _IdSource: ...  # read-only: a connection's own server type fits
+
     loop: asyncio.AbstractEventLoop
     closed: bool
     recv_ns: int

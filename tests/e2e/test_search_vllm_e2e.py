@@ -60,7 +60,7 @@ def _scores(folder: Path, search: SearchConfig) -> dict[int, float | None]:
         records = read_request_records(loaded.paths[result.point_id])
         level = int(result.identity.concurrency or 0)
         verdict = judge_point(
-            result.status, result.failure_reason, result.flat(), records, search.target,
+            result.status, result.failure_reason, result.flat(), records, search.slo,
             point_id=result.point_id, level=Level("concurrency", level),
         )  # fmt: skip
         scores[level] = verdict.score

@@ -34,6 +34,11 @@ if TYPE_CHECKING:  # the public names: each imported on first use (_lazy.attach)
     from inferx_core.launch.resolve import ResolvedLaunch as ResolvedLaunch
     from inferx_core.launch.resolve import resolve_launch as resolve_launch
     from inferx_core.sdk.argv_check import ArgvVerdict as ArgvVerdict
+    from inferx_core.sdk.argv_probe import NoParserHere as NoParserHere
+    from inferx_core.sdk.argv_probe import ParserAnswer as ParserAnswer
+    from inferx_core.sdk.argv_probe import ProbeFailed as ProbeFailed
+    from inferx_core.sdk.argv_probe import argv_verdict as argv_verdict
+    from inferx_core.sdk.argv_probe import run_probe as run_probe
     from inferx_core.sdk.engine import EngineInfo as EngineInfo
     from inferx_core.sdk.evaluator import AccuracyRecord as AccuracyRecord
     from inferx_core.sdk.evaluator import EvalTarget as EvalTarget
@@ -93,6 +98,7 @@ if TYPE_CHECKING:  # the public names: each imported on first use (_lazy.attach)
     from inferx_core.sdk.role_helpers import refuse_deployment_flags as refuse_deployment_flags
     from inferx_core.sdk.role_helpers import role_builder as role_builder
     from inferx_core.sdk.role_helpers import router_spec as router_spec
+    from inferx_core.sdk.role_helpers import router_tail as router_tail
     from inferx_core.sdk.roles import RoleContext as RoleContext
     from inferx_core.sdk.sampler import Sampler as Sampler
     from inferx_core.sdk.sampler import SamplerUnavailable as SamplerUnavailable

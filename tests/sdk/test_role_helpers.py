@@ -15,6 +15,7 @@ from inferx_core import (
     refuse_deployment_flags,
     role_builder,
     router_spec,
+    router_tail,
 )
 
 
@@ -66,3 +67,16 @@ def test_role_builder() -> None:
         UserFacingError, match=r"the e plugin cannot run role 'decode'.*prefill, router"
     ):
         role_builder(builders, "e", ctx(role="decode"))
+
+
+def test_router_tail_listens_exports_and_ends_with_the_users_args() -> None:
+    server = ServerConfig(engine="e", model="m", host="0.0.0.0", port=9000)
+    plain = router_tail(server, ctx(role="router"), None, [])
+    assert plain == ["--host", "0.0.0.0", "--port", "9000"]
+    booked = router_tail(server, ctx(role="router", metrics_port=9001), "round_robin", ["--x"])
+    assert booked == [
+        *plain,
+        *("--prometheus-host", "0.0.0.0", "--prometheus-port", "9001"),
+        *("--policy", "round_robin"),
+        "--x",
+    ]

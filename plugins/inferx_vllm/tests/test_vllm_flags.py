@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from inferx_core import ProbeFailed
 from inferx_core.cli.run import plan
 from inferx_core.config.models import Parallelism, RunConfig, ServerConfig
 from inferx_core.demo.engine import (
@@ -235,7 +236,7 @@ def _engine_version(python: Path) -> str:
 def _run_probe(python: Path, args: dict[str, list[str]], tmp: Path) -> dict[str, Any]:
     try:
         return argv_check.probe(python, args, timeout_s=PROBE_TIMEOUT_S)
-    except argv_check.ProbeFailed as exc:
+    except ProbeFailed as exc:
         pytest.fail(f"{exc}\n{missing_engine_message()}", pytrace=False)
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "refuse_deployment_flags",
     "role_builder",
     "router_spec",
+    "router_tail",
 ]
 
 Builder = TypeVar("Builder")
@@ -74,6 +75,21 @@ def router_spec(spec: LaunchSpec, argv: Sequence[str]) -> LaunchSpec:
     engine's host IPC and shared memory (env, image, ports and labels stay)."""
     update = {"argv": tuple(argv), "gpu_ids": (), "ipc_host": False, "shm_size": None}
     return spec.model_copy(update=update)
+
+
+def router_tail(
+    server: ServerConfig, role: RoleContext, policy: str | None, extra: Sequence[str]
+) -> list[str]:
+    """The end of an sglang_router-style router's argv (SGLang's ``sglang_router`` and its
+    fork ``vllm-router`` take the same flags): where it listens, its Prometheus exporter on
+    the port booked for it (left to its default, 0.0.0.0:29000, a second router on the node
+    fails to start), its ``--policy`` and the user's ``router_args``, last."""
+    argv = ["--host", server.host, "--port", str(server.port)]
+    if role.metrics_port is not None:
+        argv += ["--prometheus-host", server.host, "--prometheus-port", str(role.metrics_port)]
+    if policy:
+        argv += ["--policy", policy]
+    return [*argv, *extra]
 
 
 def role_builder(builders: Mapping[str, Builder], engine: str, role: RoleContext) -> Builder:

@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from inferx_core import ArgvVerdict, LaunchSpec
+from inferx_core import ArgvVerdict, LaunchSpec, NoParserHere, ParserAnswer, argv_verdict
 
 FLAG = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]*)")
 
@@ -62,21 +62,22 @@ def version(binary: str | Path) -> str | None:
     return found[0].removeprefix("version:").strip() if found else None
 
 
+def _locate(argv: Sequence[str]) -> str:
+    binary = shutil.which(argv[0])
+    if binary is None:
+        raise NoParserHere(
+            f"{argv[0]} is not here: build it (`make llama-server`) to check its flags"
+        )
+    return binary
+
+
 def check_launch(spec: LaunchSpec) -> ArgvVerdict:
     """llama-server's verdict on a launch, from the binary the launch would run."""
-    if spec.image:
-        why = f"the engine runs in image {spec.image}: check its argv where that image runs"
-        return ArgvVerdict(engine="llamacpp", accepted=None, message=why)
-    binary = shutil.which(spec.argv[0])
-    if binary is None:
-        why = f"{spec.argv[0]} is not here: build it (`make llama-server`) to check its flags"
-        return ArgvVerdict(engine="llamacpp", accepted=None, message=why)
-    known, deprecated = help_flags(binary)
-    found = problem(spec.argv, known, deprecated)
-    return ArgvVerdict(
-        engine="llamacpp",
-        accepted=found is None,
-        message=found or "accepted",
-        engine_version=version(binary),
-        checked_with=f"{binary} --help",
-    )
+
+    def ask(binary: str) -> ParserAnswer:
+        known, deprecated = help_flags(binary)
+        found = problem(spec.argv, known, deprecated)
+        return ParserAnswer(found, version(binary), f"{binary} --help")
+
+    hint = "run `inferx plan --check-args` where llama-server runs"
+    return argv_verdict(spec, "llamacpp", locate=_locate, ask=ask, install_hint=hint)

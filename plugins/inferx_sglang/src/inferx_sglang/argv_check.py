@@ -19,15 +19,19 @@ The answer is JSON written to a file (SGLang prints to stdout while importing).
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from inferx_core import ArgvVerdict, LaunchSpec
+from inferx_core import (
+    ArgvVerdict,
+    LaunchSpec,
+    NoParserHere,
+    ParserAnswer,
+    argv_verdict,
+    run_probe,
+)
 
 LAUNCH_MODULE = "sglang.launch_server"
 
@@ -66,7 +70,7 @@ def given_flags(argv):
 
 
 answer = {"version": version("sglang"), "flags": sorted(flags), "results": {}}
-for name, argv in json.loads(sys.argv[2]).items():
+for name, argv in json.loads(sys.argv[1]).items():
     warned.clear()
     result = {"error": None, "deprecated": [], "namespace": None}
     # argparse takes an unambiguous prefix of a flag: InferX must spell flags whole.
@@ -86,13 +90,9 @@ for name, argv in json.loads(sys.argv[2]).items():
     notes += [f"{f}: {deprecated_help[f]}" for f in given_flags(argv) if f in deprecated_help]
     result["deprecated"] = notes
     answer["results"][name] = result
-with open(sys.argv[1], "w") as f:
+with open(sys.argv[2], "w") as f:
     json.dump(answer, f)
 """
-
-
-class ProbeFailed(RuntimeError):
-    """The interpreter could not run the probe (no SGLang there, a crash): its output's tail."""
 
 
 def engine_args_of(argv: Sequence[str]) -> list[str]:
@@ -107,27 +107,7 @@ def probe(
     python: str | Path, argvs: Mapping[str, Sequence[str]], *, timeout_s: float = 600
 ) -> dict[str, Any]:
     """Run :data:`PROBE` with ``python`` on each named argv (engine arguments only)."""
-    with tempfile.TemporaryDirectory(prefix="inferx-sglang-argv-") as tmp:
-        out = Path(tmp) / "answer.json"
-        proc = subprocess.run(
-            [
-                str(python),
-                "-c",
-                PROBE,
-                str(out),
-                json.dumps({k: list(v) for k, v in argvs.items()}),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            cwd=tmp,
-        )
-        if proc.returncode != 0 or not out.is_file():
-            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
-            raise ProbeFailed(
-                f"{python} could not run SGLang's parser (exit {proc.returncode}):\n{tail}"
-            )
-        return json.loads(out.read_text())
+    return run_probe(python, PROBE, argvs, what="SGLang's parser", timeout_s=timeout_s)
 
 
 def verdict(result: Mapping[str, Any]) -> str | None:
@@ -150,30 +130,26 @@ def launch_python(argv: Sequence[str]) -> str | None:
     return items[at - 2] if at >= 2 and items[at - 1] == "-m" else None
 
 
-def check_launch(spec: LaunchSpec) -> ArgvVerdict:
-    """SGLang's verdict on a launch, from the interpreter that launch would run."""
-    if spec.image:
-        why = f"the engine runs in image {spec.image}: check its argv where that image runs"
-        return ArgvVerdict(engine="sglang", accepted=None, message=why)
-    python = launch_python(spec.argv)
+def _locate(argv: Sequence[str]) -> str:
+    python = launch_python(argv)
     found = shutil.which(python) if python else None
     if found is None:
-        why = (
+        raise NoParserHere(
             f"{python} is not on PATH here"
             if python
             else f"the launch is not PYTHON -m {LAUNCH_MODULE}, so InferX cannot ask its parser"
         )
-        return ArgvVerdict(engine="sglang", accepted=None, message=why)
-    try:
-        answer = probe(found, {"launch": engine_args_of(spec.argv)})
-    except (ProbeFailed, subprocess.TimeoutExpired, OSError) as exc:
-        why = f"{exc}\ninstall sglang there, or run `inferx plan --check-args` where it is"
-        return ArgvVerdict(engine="sglang", accepted=None, message=why, checked_with=found)
-    problem = verdict(answer["results"]["launch"])
-    return ArgvVerdict(
-        engine="sglang",
-        accepted=problem is None,
-        message=problem or "accepted",
-        engine_version=answer["version"],
-        checked_with=f"{found}: sglang.srt.server_args.prepare_server_args",
-    )
+    return found
+
+
+def check_launch(spec: LaunchSpec) -> ArgvVerdict:
+    """SGLang's verdict on a launch, from the interpreter that launch would run."""
+
+    def ask(python: str) -> ParserAnswer:
+        answer = probe(python, {"launch": engine_args_of(spec.argv)})
+        problem = verdict(answer["results"]["launch"])
+        where = f"{python}: sglang.srt.server_args.prepare_server_args"
+        return ParserAnswer(problem, answer["version"], where)
+
+    hint = "install sglang there, or run `inferx plan --check-args` where it is"
+    return argv_verdict(spec, "sglang", locate=_locate, ask=ask, install_hint=hint)

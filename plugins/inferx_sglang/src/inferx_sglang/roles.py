@@ -55,6 +55,7 @@ from inferx_core import (
     refuse_deployment_flags,
     role_builder,
     router_spec,
+    router_tail,
 )
 from inferx_sglang import launch
 from inferx_sglang.launch import PLUGIN_OPTIONS_KEY
@@ -180,12 +181,7 @@ def router_process(
             argv += ["--decode", url]
     else:
         argv += ["--worker-urls", *peer_urls(role, "both")]
-    argv += ["--host", server.host, "--port", str(server.port)]
-    if role.metrics_port is not None:  # its own port, on the router's host, never 0.0.0.0:29000
-        argv += ["--prometheus-host", server.host, "--prometheus-port", str(role.metrics_port)]
-    if opts.router_policy:
-        argv += ["--policy", opts.router_policy]
-    argv += opts.router_args
+    argv += router_tail(server, role, opts.router_policy, opts.router_args)
     return router_spec(spec, argv)
 
 

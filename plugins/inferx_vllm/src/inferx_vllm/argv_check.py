@@ -11,15 +11,19 @@ answer is JSON in a file (vLLM logs to stdout).
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from inferx_core import ArgvVerdict, LaunchSpec
+from inferx_core import (
+    ArgvVerdict,
+    LaunchSpec,
+    NoParserHere,
+    ParserAnswer,
+    argv_verdict,
+    run_probe,
+)
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
@@ -95,10 +99,6 @@ with open(sys.argv[2], "w") as f:
 """
 
 
-class ProbeFailed(RuntimeError):
-    """The interpreter could not run the probe (no vLLM there, a crash): its output's tail."""
-
-
 def engine_args_of(argv: Sequence[str]) -> list[str]:
     """The engine's arguments: what follows ``vllm serve`` or the API server module (past a
     fix's wrapper, if any)."""
@@ -115,21 +115,7 @@ def probe(
     python: str | Path, argvs: Mapping[str, Sequence[str]], *, timeout_s: float = 600
 ) -> dict[str, Any]:
     """Run :data:`PROBE` with ``python`` on each named argv (engine arguments only)."""
-    with tempfile.TemporaryDirectory(prefix="inferx-vllm-argv-") as tmp:
-        out = Path(tmp) / "answer.json"
-        args = json.dumps({k: list(v) for k, v in argvs.items()})
-        proc = subprocess.run(
-            [str(python), "-c", PROBE, args, str(out)],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            cwd=tmp,
-        )
-        if proc.returncode != 0 or not out.is_file():
-            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
-            why = f"probing vLLM's CLI with {python} failed (exit {proc.returncode})"
-            raise ProbeFailed(f"{why}:\n{tail}")
-        return json.loads(out.read_text())
+    return run_probe(python, PROBE, argvs, what="vLLM's parser", timeout_s=timeout_s)
 
 
 def verdict(result: Mapping[str, Any]) -> str | None:
@@ -162,25 +148,20 @@ def launch_python(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _locate(argv: Sequence[str]) -> str:
+    python = launch_python(argv)
+    if python is None:
+        raise NoParserHere(f"InferX finds no interpreter with vLLM for {argv[0]!r} here")
+    return python
+
+
 def check_launch(spec: LaunchSpec) -> ArgvVerdict:
     """vLLM's verdict on a launch, from the interpreter that launch would run."""
-    if spec.image:
-        why = f"the engine runs in image {spec.image}: check its argv where that image runs"
-        return ArgvVerdict(engine="vllm", accepted=None, message=why)
-    python = launch_python(spec.argv)
-    if python is None:
-        why = f"InferX finds no interpreter with vLLM for {spec.argv[0]!r} here"
-        return ArgvVerdict(engine="vllm", accepted=None, message=why)
-    try:
+
+    def ask(python: str) -> ParserAnswer:
         answer = probe(python, {"launch": engine_args_of(spec.argv)})
-    except (ProbeFailed, subprocess.TimeoutExpired, OSError) as exc:
-        why = f"{exc}\ninstall vLLM there, or run `inferx plan --check-args` where it is"
-        return ArgvVerdict(engine="vllm", accepted=None, message=why, checked_with=python)
-    problem = verdict(answer["results"]["launch"])
-    return ArgvVerdict(
-        engine="vllm",
-        accepted=problem is None,
-        message=problem or "accepted",
-        engine_version=answer["version"],
-        checked_with=f"{python}: vllm make_arg_parser",
-    )
+        problem = verdict(answer["results"]["launch"])
+        return ParserAnswer(problem, answer["version"], f"{python}: vllm make_arg_parser")
+
+    hint = "install vLLM there, or run `inferx plan --check-args` where it is"
+    return argv_verdict(spec, "vllm", locate=_locate, ask=ask, install_hint=hint)

@@ -151,7 +151,8 @@ $(SGLANG_OLD_STAMP): $(SGLANG_STAMP)
 # imports torchvision (through sglang.srt.utils), and PyPI's torchvision imports only
 # beside the torch it was built for: torch 2.14.1 + torchvision 0.29.1 (x86_64; a
 # CUDA build that pip takes from this machine's disk), in a venv of its own (5.5 GB;
-# measured cold: 3 min 18 s for torch, 35 s for the rest). Its ServerArgs resolve
+# measured cold: 3 min 18 s for torch and 35 s for the rest; this target from scratch
+# 497 s, niced, at load average 8). Its ServerArgs resolve
 # against a GPU when built, so the tests check its argparse parser only
 # (plugins/inferx_sglang/tests/test_sglang_version_ranges.py).
 SGLANG_LEGACY_VERSION := 0.5.4

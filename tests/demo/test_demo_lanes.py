@@ -142,3 +142,15 @@ def _alive(pid: int) -> bool:
 @pytest.mark.parametrize("line", ["demo:", "\tMAKE='$(MAKE)' BIN='$(BIN)' DEMO_ENV='$(DEMO_ENV)'"])
 def test_make_demo_runs_the_lanes(line: str) -> None:
     assert line in (ROOT / "Makefile").read_text()
+
+
+def test_a_failed_install_stops_the_build_and_runs_nothing(tmp_path: Path) -> None:
+    proc, out = start(tmp_path, DEMO_PREPARE="false")
+    assert proc.wait(timeout=60) == 1
+    assert "the install failed (above); the llama-server build stopped too" in out.read_text()
+    assert not (tmp_path / "calls").exists()  # no inferx command ran
+    build = int((tmp_path / "build.pid").read_text()) if (tmp_path / "build.pid").exists() else 0
+    deadline = time.monotonic() + 30
+    while build and _alive(build):
+        assert time.monotonic() < deadline, "the build outlived the demo"
+        time.sleep(0.1)

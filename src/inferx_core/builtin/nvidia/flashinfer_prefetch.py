@@ -43,6 +43,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from typing import IO, Any
 
 FIXED_IN = (0, 4, 0)
 LOCK_NAME = ".inferx-flashinfer.lock"
@@ -113,11 +114,11 @@ def flashinfer_version(python: str, timeout_s: float = 60.0) -> str | None:
     return out.stdout.strip() or None
 
 
-def acquire(handle: object, timeout_s: float) -> bool:
+def acquire(handle: IO[Any], timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[arg-type]  # an open file
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return True
         except BlockingIOError:
             if time.monotonic() >= deadline:

@@ -27,6 +27,16 @@ def test_run_exports_every_point_as_it_finishes(tmp_path: Path) -> None:
             "readiness_timeout_s": 30,
             "workload": {"isl": 16, "osl": 4},
             "load": {"concurrency": [1, 2], "num_prompts": 4},
+            # The InferenceX export takes ok points only: a busy machine's client (a late
+            # loop: 30.8 ms at p95 under load average 12) must not turn a point invalid and
+            # drop its file; this test is about when files are written.
+            "validity": {
+                "max_zero_gap_fraction": 1.0,
+                "max_whole_reply_fraction": 1.0,
+                "max_loop_lag_p95_ms": 1e6,
+                "max_client_cpu_fraction": 1.0,
+                "max_client_cores_busy": 1.0,
+            },
         }
     )
     argv = ["run", "x.yaml", "--export", "vllm,inferencex,csv"]

@@ -20,18 +20,19 @@ from inferx_core.config.models import RunConfig
 from inferx_core.config.points import point_ids, server_id
 from inferx_core.executors.multinode import (
     RoleLaunch,
+    RoleLauncher,
     endpoint,
     gpu_accounting,
     nodes_needed,
     one_machine,
     role_launches,
 )
-from inferx_core.sdk.launcher import Launcher
+from inferx_core.sdk.launcher import Launcher, ServerHandle
 from inferx_core.sdk.manager import InferxPluginManager
 from inferx_core.sdk.platform import Platform
 from inferx_core.sdk.registries import launcher_named
 
-__all__ = ["DeploymentPlan", "placeholder_hosts", "plan_deployment", "process_name"]
+__all__ = ["DeploymentPlan", "placeholder_hosts", "plan_deployment"]
 
 
 def placeholder_hosts(deployment: Deployment) -> list[str]:
@@ -39,21 +40,12 @@ def placeholder_hosts(deployment: Deployment) -> list[str]:
     return [f"node{i}" for i in range(nodes_needed(deployment))]
 
 
-def process_name(launch: RoleLaunch) -> str:
-    """``prefill-1``, ``decode-0-rank1``, ``router``: names logs, folders and errors."""
-    ctx = launch.context
-    if ctx.role == "router":
-        return "router"
-    rank = f"-rank{ctx.node_rank}" if ctx.nodes > 1 else ""
-    return f"{ctx.role}-{ctx.replica}{rank}"
-
-
 @dataclass(frozen=True)
 class DeploymentPlan:
     cfg: RunConfig
     deployment: Deployment
     launches: list[RoleLaunch]
-    launcher: Launcher
+    launcher: Launcher | RoleLauncher
     run_dir: Path
     platform: Platform
 
@@ -66,7 +58,17 @@ class DeploymentPlan:
         return endpoint(self.launches)
 
     def process_dir(self, launch: RoleLaunch) -> Path:
-        return self.run_dir / process_name(launch)
+        return self.run_dir / launch.process
+
+    def describe_process(self, launch: RoleLaunch) -> dict[str, Any]:
+        if isinstance(self.launcher, RoleLauncher):
+            return self.launcher.describe_role(launch, self.process_dir(launch))
+        return self.launcher.describe(launch.spec, self.process_dir(launch))
+
+    def start_process(self, launch: RoleLaunch) -> ServerHandle:
+        if isinstance(self.launcher, RoleLauncher):
+            return self.launcher.start_role(launch, self.process_dir(launch))
+        return self.launcher.start(launch.spec, self.process_dir(launch))
 
     def gpus(self) -> dict[str, Any]:
         acct = gpu_accounting(self.deployment, self.cfg.server())
@@ -83,18 +85,18 @@ class DeploymentPlan:
 
     def process_view(self, launch: RoleLaunch) -> dict[str, Any]:
         ctx, spec = launch.context, launch.spec
-        view = self.launcher.describe(spec, self.process_dir(launch))
+        view = self.describe_process(launch)
         return {
-            "name": process_name(launch),
+            "name": launch.process,
             "role": ctx.role,
             "replica": ctx.replica,
             "node_rank": ctx.node_rank,
             "nodes": ctx.nodes,
             "host": ctx.host,
-            **({"node": spec.labels["node"]} if "node" in spec.labels else {}),
+            **({"node": launch.node} if launch.node is not None else {}),
             "port": launch.server.port,
             "url": launch.base_url,
-            "headless": spec.labels.get("headless") == "true",
+            "headless": launch.headless,
             "gpu_ids": list(spec.gpu_ids),
             "plugin": launch.plugin,
             "argv": view["argv"],
@@ -149,13 +151,8 @@ class DeploymentPlan:
 
 
 def _on_nodes(launches: list[RoleLaunch], node_of: Mapping[str, str]) -> list[RoleLaunch]:
-    """Each spec labelled with its process name and the node its step runs on."""
-    out = []
-    for la in launches:
-        labels = {**la.spec.labels, "process": process_name(la)}
-        labels["node"] = node_of.get(la.context.host, la.context.host)
-        out.append(replace(la, spec=la.spec.model_copy(update={"labels": labels})))
-    return out
+    """Each process with the node its step runs on."""
+    return [replace(la, node=node_of.get(la.context.host, la.context.host)) for la in launches]
 
 
 def plan_deployment(
@@ -165,13 +162,13 @@ def plan_deployment(
     *,
     hosts: list[str] | None = None,
     output_dir: Path | None = None,
-    launcher: Launcher | None = None,
+    launcher: Launcher | RoleLauncher | None = None,
     node_of: Mapping[str, str] | None = None,
 ) -> DeploymentPlan:
     """Every process of ``cfg.deployment`` on ``hosts`` (default: all on this machine).
 
     ``launcher`` starts each process (default: the config's ``launcher``); ``node_of``
-    maps a host to the SLURM node whose step runs there (label ``node``; the SLURM
+    maps a host to the SLURM node whose step runs there (``RoleLaunch.node``; the SLURM
     executor's, :mod:`inferx_core.executors.slurm_steps`).
     """
     if cfg.deployment is None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.config.models import RunConfig
-from inferx_core.executors.deployment_plan import DeploymentPlan, plan_deployment, process_name
+from inferx_core.executors.deployment_plan import DeploymentPlan, plan_deployment
 from inferx_core.executors.multinode import RoleLaunch
 from inferx_core.launch.readiness import DEFAULT_PROBES, EngineExited, wait_until_ready
 from inferx_core.launch.resolve import ResolvedLaunch
@@ -64,15 +64,12 @@ class DeploymentHandle:
         if gone is None:
             return None
         la = gone[0]
-        where = la.spec.labels.get("node") or la.context.host
-        return f"role {la.context.role} ({process_name(la)} on {where})"
+        return f"role {la.context.role} ({la.process} on {la.where})"
 
     def log_tail(self, lines: int = 40) -> str:
         gone = self.dead()
         if gone is None:
-            return "\n".join(
-                f"== {process_name(la)}\n{h.log_tail(lines)}" for la, h in self.processes
-            )
+            return "\n".join(f"== {la.process}\n{h.log_tail(lines)}" for la, h in self.processes)
         handle = gone[1]
         return (
             f"{self.exited_process()} exited with "
@@ -83,9 +80,7 @@ class DeploymentHandle:
         """Every engine head process's base URL (what serves engine ``/metrics``), never the
         router's; headless processes (a replica's other nodes) serve no HTTP."""
         return [
-            _url(la)
-            for la, _ in self.processes
-            if la.context.role != "router" and la.spec.labels.get("headless") != "true"
+            _url(la) for la, _ in self.processes if la.context.role != "router" and not la.headless
         ]
 
     def router_metrics_url(self) -> str | None:
@@ -125,7 +120,7 @@ class DeploymentLauncher:
             for launch in engines:
                 self._start_one(handle, launch)
             for launch in engines:
-                if launch.spec.labels.get("headless") != "true":
+                if not launch.headless:
                     self._wait_ready(handle, launch)
             for launch in routers:  # its readiness is the session's (the endpoint's)
                 self._start_one(handle, launch)
@@ -135,9 +130,7 @@ class DeploymentLauncher:
         return handle
 
     def _start_one(self, handle: DeploymentHandle, launch: RoleLaunch) -> None:
-        launcher = self.plan.launcher
-        started = launcher.start(launch.spec, self.plan.process_dir(launch))
-        handle.processes.append((launch, started))
+        handle.processes.append((launch, self.plan.start_process(launch)))
 
     def _wait_ready(self, handle: DeploymentHandle, launch: RoleLaunch) -> None:
         """One engine head ready; any process of the deployment dying ends the wait."""

@@ -26,7 +26,9 @@ its nodes (:mod:`inferx_core.executors.slurm_steps`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from inferx_core.config.deployment import (
     DEFAULT_DIST_PORT,
@@ -42,6 +44,7 @@ from inferx_core.sdk.roles import RoleContext
 if TYPE_CHECKING:
     from inferx_core.sdk.fixes import AppliedFix, FixDecision
     from inferx_core.sdk.launch_spec import LaunchSpec
+    from inferx_core.sdk.launcher import ServerHandle
     from inferx_core.sdk.manager import InferxPluginManager
     from inferx_core.sdk.platform import Platform
 
@@ -53,6 +56,7 @@ __all__ = [
     "Placement",
     "RoleGroup",
     "RoleLaunch",
+    "RoleLauncher",
     "endpoint",
     "gpu_accounting",
     "nodes_needed",
@@ -221,7 +225,12 @@ def role_server(base: ServerConfig, group: RoleGroup, port: int) -> ServerConfig
 
 @dataclass(frozen=True)
 class RoleLaunch:
-    """One process of a deployment: where, as what, and the exact spec (fixes applied)."""
+    """One process of a deployment: where, as what, and the exact spec (fixes applied).
+
+    Its place travels typed down to whatever starts it: ``process`` names it (logs,
+    folders, a SLURM step's job name, errors), ``node`` is the SLURM node its step runs
+    on (None on this machine), ``headless`` says it serves no HTTP (from its spec).
+    """
 
     context: RoleContext
     server: ServerConfig
@@ -229,10 +238,31 @@ class RoleLaunch:
     spec: LaunchSpec
     applied_fixes: list[AppliedFix]
     decisions: list[FixDecision]
+    process: str
+    node: str | None = None
 
     @property
     def base_url(self) -> str:
         return f"http://{self.context.host}:{self.server.port}"
+
+    @property
+    def headless(self) -> bool:
+        return self.spec.headless
+
+    @property
+    def where(self) -> str:
+        """The node it runs on, as errors name it: its SLURM node, else its host."""
+        return self.node or self.context.host
+
+
+@runtime_checkable
+class RoleLauncher(Protocol):
+    """A launcher that starts a deployment's process knowing its place (a SLURM step pinned
+    to its node); a plain :class:`~inferx_core.sdk.launcher.Launcher` is given the spec."""
+
+    def describe_role(self, launch: RoleLaunch, run_dir: Path) -> dict[str, Any]: ...
+
+    def start_role(self, launch: RoleLaunch, run_dir: Path) -> ServerHandle: ...
 
 
 Ports = dict[str, int]
@@ -350,30 +380,34 @@ def role_launches(
     platform: Platform,
     hosts: list[str],
 ) -> list[RoleLaunch]:
-    """Every process of the deployment with its role-aware LaunchSpec, router last."""
-    from inferx_core.sdk.fixes import FixContext, apply_fixes
-    from inferx_core.sdk.registries import engine_registry, fix_catalogue
+    """Every process of the deployment with its role-aware LaunchSpec, router last: each
+    through the hook-and-fixes step of a single server's launch
+    (:func:`~inferx_core.launch.resolve.hooked_launch`), its hook the role's."""
+    from inferx_core.launch.resolve import hooked_launch
+    from inferx_core.sdk.registries import engine_registry
 
     entry = engine_registry(pm).get(base.engine)
-    fixes = [fix for _, fix in fix_catalogue(pm)]
     launches = []
-    for _, server, ctx in role_contexts(base, deployment, hosts, entry.info.role_ports):
-        plugin, spec = pm.call_first(
-            "inferx_engine_role_spec", server=server, platform=platform, role=ctx
+    for p, server, ctx in role_contexts(base, deployment, hosts, entry.info.role_ports):
+        resolved = hooked_launch(
+            pm,
+            "inferx_engine_role_spec",
+            server,
+            platform,
+            adjust=partial(_with_role_labels, ctx=ctx),
+            role=ctx,
         )
-        if spec is None:
-            raise UserFacingError(
-                f"engine {base.engine!r} (plugin {entry.plugin!r}) gives no launch for role "
-                f"{ctx.role!r} of a {deployment.kind} deployment: its plugin does not implement "
-                "inferx_engine_role_spec for it"
+        launches.append(
+            RoleLaunch(
+                ctx,
+                server,
+                resolved.plugin,
+                resolved.spec,
+                resolved.applied_fixes,
+                resolved.decisions,
+                process=p.name,
             )
-        fixed, applied, decisions = apply_fixes(
-            _with_role_labels(spec, ctx),
-            fixes,
-            FixContext(server=server, platform=platform),
-            disabled=base.disable_fixes,
         )
-        launches.append(RoleLaunch(ctx, server, plugin or entry.plugin, fixed, applied, decisions))
     return launches
 
 

@@ -33,24 +33,19 @@ from typing import Any
 
 from inferx_core.config.deployment import Deployment
 from inferx_core.errors import UserFacingError
+from inferx_core.executors.multinode import RoleLaunch
 from inferx_core.launch.process import LOG_NAME, ProcessHandle
 from inferx_core.launch.srun import engine_view, srun_argv, start_srun_client
 from inferx_core.sdk.launch_spec import LaunchSpec
 
 __all__ = [
     "LOCAL_HOST",
-    "NODE_LABEL",
-    "PROCESS_LABEL",
     "StepLauncher",
     "allocation_nodes",
     "deployment_hosts",
     "step_argv",
 ]
 
-#: The label that names the SLURM node a process's step runs on.
-NODE_LABEL = "node"
-#: The label that names the process (``both-1``, ``router``): the step's job name.
-PROCESS_LABEL = "process"
 #: Where processes packed onto the runner's own node are reached.
 LOCAL_HOST = "127.0.0.1"
 
@@ -109,45 +104,48 @@ def deployment_hosts(
     return hosts, {node: node for node in nodes}
 
 
-def _node_of(spec: LaunchSpec) -> str:
-    node = spec.labels.get(NODE_LABEL)
-    if not node:
-        raise ValueError(f"a deployment step needs its node (label {NODE_LABEL!r}) in the spec")
-    return node
-
-
-def step_argv(spec: LaunchSpec, run_dir: Path, *, srun: str = "srun") -> list[str]:
+def step_argv(
+    spec: LaunchSpec, run_dir: Path, *, node: str | None, process: str, srun: str = "srun"
+) -> list[str]:
     """The ``srun`` step of one process: the srun launcher's argv, pinned to the process's node
     (``--nodelist``) and named after the process (``--job-name=inferx-both-1``)."""
-    name = spec.labels.get(PROCESS_LABEL) or spec.engine
+    if not node:
+        raise ValueError(f"the deployment step of {process} needs the node it runs on")
     argv = [
-        f"--job-name=inferx-{name}" if arg.startswith("--job-name=") else arg
+        f"--job-name=inferx-{process}" if arg.startswith("--job-name=") else arg
         for arg in srun_argv(spec, run_dir, srun=srun)
     ]
     at = argv.index("--ntasks=1") + 1
-    return [*argv[:at], f"--nodelist={_node_of(spec)}", *argv[at:]]
+    return [*argv[:at], f"--nodelist={node}", *argv[at:]]
+
+
+def _step(launch: RoleLaunch, run_dir: Path) -> list[str]:
+    return step_argv(launch.spec, run_dir, node=launch.node, process=launch.process)
 
 
 class StepLauncher:
-    """Starts one process of a deployment as a step of the current SLURM job on its node."""
+    """Starts one process of a deployment as a step of the current SLURM job on its node
+    (a :class:`~inferx_core.executors.multinode.RoleLauncher`: it is given the process's
+    ``RoleLaunch``, whose ``node`` and ``process`` pin and name the step)."""
 
     name = "srun-step"
 
-    def describe(self, spec: LaunchSpec, run_dir: Path) -> dict[str, Any]:
+    def describe_role(self, launch: RoleLaunch, run_dir: Path) -> dict[str, Any]:
+        spec = launch.spec
         return {
             "launcher": self.name,
-            "node": spec.labels.get(NODE_LABEL),
-            "argv": step_argv(spec, run_dir),
+            "node": launch.node,
+            "argv": _step(launch, run_dir),
             "env": dict(engine_view(spec, run_dir).env),
             "unset_env": list(spec.unset_env),
             "log": str(run_dir / LOG_NAME),
         }
 
-    def start(self, spec: LaunchSpec, run_dir: Path) -> ProcessHandle:
+    def start_role(self, launch: RoleLaunch, run_dir: Path) -> ProcessHandle:
         if not os.environ.get("SLURM_JOB_ID"):
             raise ValueError(
                 "a deployment's steps start inside a SLURM job; submit with "
                 "`inferx run --executor slurm`"
             )
         # cpus are bound inside the step (--cpu-bind), not on the client
-        return start_srun_client(spec, run_dir, step_argv(spec, run_dir), cpus=())
+        return start_srun_client(launch.spec, run_dir, _step(launch, run_dir), cpus=())

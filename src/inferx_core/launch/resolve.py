@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from inferx_core.config.cpus import CpuSplit, client_cores, split_cpus
 from inferx_core.config.models import LoadProfile, ServerConfig
@@ -40,24 +42,54 @@ def resolve_launch(
     if server.port is None:
         raise ValueError("resolve_launch needs a concrete port; pick one before resolving")
     platform = image_platform(server, platform)
-    plugin, spec = pm.call_first(
-        "inferx_engine_launch_spec", server=server, platform=platform, load=load
+    vendors = entry.info.vendors
+
+    def adjust(spec: LaunchSpec) -> LaunchSpec:
+        shortfall = accelerator_shortfall(server, spec, platform, vendors)
+        if shortfall:
+            spec = spec.model_copy(update={"warnings": (*spec.warnings, shortfall)})
+        split = cpu_split(server, platform)
+        if split.engine and not spec.cpus:
+            spec = spec.model_copy(update={"cpus": split.engine})
+        return spec
+
+    return hooked_launch(
+        pm, "inferx_engine_launch_spec", server, platform, adjust=adjust, load=load
     )
+
+
+def hooked_launch(
+    pm: InferxPluginManager,
+    hook: str,
+    server: ServerConfig,
+    platform: Platform,
+    *,
+    adjust: Callable[[LaunchSpec], LaunchSpec] | None = None,
+    **asked: Any,
+) -> ResolvedLaunch:
+    """The one hook-and-fixes step of every launch, a single server's or a deployment
+    role's: the engine plugin's ``hook`` (``inferx_engine_launch_spec`` or
+    ``inferx_engine_role_spec``, given ``server``, ``platform`` and ``asked``) builds the
+    spec, ``adjust`` adds what the core knows (warnings, CPUs, role labels), then every
+    fix of the catalogue that holds is applied and recorded."""
+    entry = engine_registry(pm).get(server.engine)
+    plugin, spec = pm.call_first(hook, server=server, platform=platform, **asked)
     if spec is None:
-        raise UserFacingError(
-            f"engine {server.engine!r} (plugin {entry.plugin!r}) gave no launch spec for this "
-            "configuration"
-        )
-    shortfall = accelerator_shortfall(server, spec, platform, entry.info.vendors)
-    if shortfall:
-        spec = spec.model_copy(update={"warnings": (*spec.warnings, shortfall)})
-    split = cpu_split(server, platform)
-    if split.engine and not spec.cpus:
-        spec = spec.model_copy(update={"cpus": split.engine})
+        raise UserFacingError(_no_spec(server.engine, entry.plugin, hook, asked.get("role")))
+    spec = adjust(spec) if adjust else spec
     ctx = FixContext(server=server, platform=platform)
     fixes = [fix for _, fix in fix_catalogue(pm)]
     fixed, applied, decisions = apply_fixes(spec, fixes, ctx, disabled=server.disable_fixes)
     return ResolvedLaunch(plugin or entry.plugin, spec, fixed, applied, decisions)
+
+
+def _no_spec(engine: str, plugin: str, hook: str, role: Any) -> str:
+    if role is None:
+        return f"engine {engine!r} (plugin {plugin!r}) gave no launch spec for this configuration"
+    return (
+        f"engine {engine!r} (plugin {plugin!r}) gives no launch for role {role.role!r} of a "
+        f"{role.kind} deployment: its plugin does not implement {hook} for it"
+    )
 
 
 def image_platform(server: ServerConfig, platform: Platform) -> Platform:

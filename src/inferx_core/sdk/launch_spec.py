@@ -76,6 +76,14 @@ class LaunchSpec(_Data):
     )
     warnings: tuple[str, ...] = ()
     labels: dict[str, str] = Field(default_factory=dict)
+    headless: bool = Field(
+        default=False,
+        exclude=True,
+        description="A deployment's process that serves no HTTP (vLLM's nodes above rank 0 of "
+        "a replica): no readiness probe, no engine /metrics of its own. Set by an engine "
+        "plugin's inferx_engine_role_spec; not written with the spec (the plan shows it per "
+        "process)",
+    )
 
     @field_validator("argv")
     @classmethod

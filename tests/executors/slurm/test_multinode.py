@@ -239,6 +239,32 @@ def test_role_launches_are_role_aware_with_fixes_applied() -> None:
         "http://n2:9002",
     )
     assert endpoint(launches) == "http://n0:9000"
+    # the place travels typed: named, on no SLURM node here, none headless; no label for it
+    names = ["prefill-0", "prefill-1", "decode-0-rank0", "decode-0-rank1", "router"]
+    assert [la.process for la in launches] == names
+    assert all(la.node is None and la.where == la.context.host for la in launches)
+    assert not any(la.headless for la in launches)
+    assert all(not {"process", "node", "headless"} & set(la.spec.labels) for la in launches)
+
+
+def test_role_and_single_launches_share_one_hook_and_fixes_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from inferx_core.launch import resolve
+
+    hooks: list[str] = []
+    real = resolve.hooked_launch
+
+    def spy(pm: Any, hook: str, *args: Any, **kwargs: Any) -> Any:
+        hooks.append(hook)
+        return real(pm, hook, *args, **kwargs)
+
+    monkeypatch.setattr(resolve, "hooked_launch", spy)
+    pm = pm_with_roles()
+    role_launches(pm, base(), disagg(), Platform(), HOSTS)
+    single = resolve.resolve_launch(pm, base(port=8000), Platform())
+    assert hooks == ["inferx_engine_role_spec"] * 5 + ["inferx_engine_launch_spec"]
+    assert [f.id for f in single.applied_fixes] == ["fake-unbuffered-log"]
 
 
 def test_an_engine_without_role_support_is_an_error_not_a_monolith() -> None:

@@ -236,9 +236,12 @@ def test_the_job_planner_needs_a_slurm_job(tmp_path: Path, monkeypatch) -> None:
         slurm_deployment_launch_plan(
             fake_config(tmp_path), fake_pm(), Platform(), output_dir=tmp_path
         )
-    spec = LaunchSpec(engine="fake", argv=("x",), port=1, labels={"node": "n0"})
+    planned = slurm_deployment_launch_plan(
+        fake_config(tmp_path), fake_pm(), Platform(), output_dir=tmp_path, nodes=["n0"]
+    )
+    assert isinstance(planned.launcher, DeploymentLauncher)
     with pytest.raises(ValueError, match="inside a SLURM job"):
-        StepLauncher().start(spec, tmp_path)
+        StepLauncher().start_role(planned.launcher.plan.launches[0], tmp_path)
 
 
 def test_step_argv_keeps_the_srun_launchers_parts(tmp_path: Path) -> None:
@@ -248,14 +251,13 @@ def test_step_argv_keeps_the_srun_launchers_parts(tmp_path: Path) -> None:
         port=1,
         image="img:1",
         unset_env=("SLURM_*",),
-        labels={"node": "n3", "process": "decode-1"},
     )
-    argv = step_argv(spec, tmp_path)
+    argv = step_argv(spec, tmp_path, node="n3", process="decode-1")
     assert argv[:5] == ["srun", "--overlap", "--nodes=1", "--ntasks=1", "--nodelist=n3"]
     assert "--job-name=inferx-decode-1" in argv and "--container-image=img:1" in argv
     assert argv[-2:] == ["serve", "--x"] and "/bin/sh" in argv  # unset_env inside the step
-    with pytest.raises(ValueError, match="needs its node"):
-        step_argv(spec.model_copy(update={"labels": {}}), tmp_path)
+    with pytest.raises(ValueError, match="decode-1 needs the node"):
+        step_argv(spec, tmp_path, node=None, process="decode-1")
 
 
 # -- the CLI ---------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ serving/data_parallel_deployment, serving/parallelism_scaling):
   above 0. With ``dp == 1`` (TP/PP over nodes, the multiprocessing backend):
   ``--nnodes N --node-rank R --master-addr HEAD --master-port DIST_PORT``, and
   ``--headless`` on ranks above 0. Headless ranks serve no HTTP at all; their
-  specs carry the label ``headless: "true"`` (readiness is the head's);
+  specs say ``headless`` (readiness is the head's);
 - ``router``: ``vllm-router --vllm-pd-disaggregation --prefill URL ... --decode
   URL ... --host H --port P`` (``wide_ep``: ``--worker-urls URL ...``).
 
@@ -196,16 +196,13 @@ def engine_process(
         if not has_flag(argv, "--kv-transfer-config"):
             argv += ["--kv-transfer-config", kv_transfer_config(role, opts)]
         env = kv_env(role, opts)
-    labels = dict(spec.labels)
     if role.nodes > 1:
         argv += multinode_flags(server.parallelism, role)
-        if role.node_rank > 0:
-            labels["headless"] = "true"
     update = {
         "argv": tuple(argv),
         "env": {**env, **spec.env},
         "gpu_ids": node_gpu_ids(server, role),
-        "labels": labels,
+        "headless": role.nodes > 1 and role.node_rank > 0,  # --headless: no HTTP server
     }
     return spec.model_copy(update=update)
 

@@ -133,3 +133,37 @@ def short_reply(rec: RequestRecord, ignore_eos: bool) -> str | None:
     if ignore_eos or rec.finish_reason == "length":
         return f"request {rec.request_id} got {tokens} of the {rec.max_tokens} tokens asked"
     return None
+
+
+def judged_request(rec: RequestRecord, ignore_eos: bool) -> RequestMetrics:
+    """The request's metrics as every consumer counts it: the one place that decides its
+    outcome. A reply cut short of what was asked (:func:`short_reply`) is a failure with
+    no latency, so the counts, goodput, latency populations, validity and the search's
+    verdict agree on it (docs/metrics.md: "Failed requests are never good")."""
+    m = request_metrics(rec)
+    if m.ok and short_reply(rec, ignore_eos):
+        return RequestMetrics(
+            request_id=m.request_id,
+            ok=False,
+            input_tokens=m.input_tokens,
+            output_tokens=0,
+            output_token_source=m.output_token_source,
+            ttft_ms=None,
+            e2el_ms=None,
+            tpot_ms=None,
+            interactivity=None,
+            itl_ms=(),
+            itl_per_token_ms=None,
+            max_itl_ms=None,
+        )
+    return m
+
+
+def failure_kind(rec: RequestRecord, ignore_eos: bool) -> str | None:
+    """The request's failure kind (None: it succeeded): the transport's kind, ``no_content``
+    for a failure that names none, ``short_reply`` for an answer cut short."""
+    if not rec.ok:
+        if rec.error_kind is not None:
+            return str(rec.error_kind)
+        return "no_content" if rec.error is None and not rec.chunk_ns else "unknown"
+    return "short_reply" if short_reply(rec, ignore_eos) else None

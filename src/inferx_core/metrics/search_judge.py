@@ -6,8 +6,9 @@ buyer's table and imported points (docs/search.md, "how a claim is made"):
 1. a failed point whose requests were all refused or reset says nothing about load
    (the server stopped answering): not judged, with that reason;
 2. every answered request is checked against what was asked
-   (:func:`~inferx_core.metrics.requests.short_reply`): a reply cut short counts as a
-   failed request, so a server that sheds load fails the level where it sheds;
+   (:func:`~inferx_core.metrics.requests.judged_request`, the point summary's own):
+   a reply cut short counts as a failed request, so a server that sheds load fails
+   the level where it sheds;
 3. the SLO verdict (:func:`~inferx_core.metrics.search_verdict.judge_run`): a point
    invalid for the server's doing, or one where nothing completed, is a fail;
 4. a pass counts only where the level was held
@@ -25,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from inferx_core.config.slo import SloTarget
 from inferx_core.load.records.request import RequestRecord
-from inferx_core.metrics.requests import RequestMetrics, request_metrics, short_reply
+from inferx_core.metrics.requests import RequestMetrics, judged_request
 from inferx_core.metrics.search import Measurement
 from inferx_core.metrics.search_held import Reached, not_held, reached
 from inferx_core.metrics.search_verdict import judge_run
@@ -48,13 +49,7 @@ class Level:
 
 def judged_requests(records: Sequence[RequestRecord], ignore_eos: bool) -> list[RequestMetrics]:
     """The measured requests' metrics; a reply cut short of what was asked is a failure."""
-    out = []
-    for rec in records:
-        m = request_metrics(rec)
-        if m.ok and short_reply(rec, ignore_eos):
-            m = dataclasses.replace(m, ok=False, ttft_ms=None, e2el_ms=None, tpot_ms=None)
-        out.append(m)
-    return out
+    return [judged_request(rec, ignore_eos) for rec in records]
 
 
 def _ignore_eos(flat: Mapping[str, object]) -> bool:

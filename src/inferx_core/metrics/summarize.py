@@ -35,7 +35,10 @@ from inferx_core.metrics.reasoning import put_reasoning
 from inferx_core.metrics.requests import (
     OutputTokenSource,
     RequestMetrics,
+    failure_kind,
+    judged_request,
     request_metrics,
+    short_reply,
     valid_chunk_tokens,
 )
 from inferx_core.metrics.stats import (
@@ -162,14 +165,6 @@ def _peak_concurrency(ok: Sequence[tuple[RequestRecord, RequestMetrics]]) -> int
         cur += d
         peak = max(peak, cur)
     return peak
-
-
-def _failure_kind(rec: RequestRecord) -> str:
-    if rec.error_kind is not None:
-        return str(rec.error_kind)
-    if rec.error is None and not rec.chunk_ns:
-        return "no_content"
-    return "unknown"
 
 
 def _check_gpus(name: str, value: int | None) -> None:
@@ -388,16 +383,19 @@ def _put_dispatch_lateness(f: _Fields, measured: Sequence[RequestRecord]) -> Non
     f.put("max_dispatch_lateness_ms", float(max(late)))
 
 
-def _put_failures(f: _Fields, failed: list[RequestRecord], max_error_samples: int) -> None:
-    by_kind = Counter(_failure_kind(r) for r in failed)
+def _put_failures(
+    f: _Fields, failed: list[RequestRecord], max_error_samples: int, ignore_eos: bool
+) -> None:
+    kinds = [failure_kind(r, ignore_eos) or "unknown" for r in failed]
+    by_kind = Counter(kinds)
     f.put("failed_by_kind", dict(sorted(by_kind.items())))
     samples_out: list[dict[str, Any]] = []
     seen: set[tuple[str, str | None]] = set()
-    for r in failed:
+    for r, kind in zip(failed, kinds, strict=True):
         if len(samples_out) >= max_error_samples:
             break
-        kind = _failure_kind(r)
-        msg = None if r.error is None else r.error[:MAX_ERROR_CHARS]
+        error = r.error if not r.ok else short_reply(r, ignore_eos)
+        msg = None if error is None else error[:MAX_ERROR_CHARS]
         if (kind, msg) in seen:
             continue
         seen.add((kind, msg))
@@ -416,6 +414,7 @@ def summarize(
     num_prefill_gpus: int | None = None,
     num_decode_gpus: int | None = None,
     max_error_samples: int = 5,
+    ignore_eos: bool = False,
 ) -> dict[str, Any]:
     """Summarize one benchmark point. Returns a flat, strict-JSON-safe dict.
 
@@ -428,7 +427,9 @@ def summarize(
     ``itl_ms``, ``e2el_ms`` to limits in ms (a request meets ``itl_ms`` when
     its largest chunk gap is within it). :meth:`PointMetrics.from_flat
     <inferx_core.metrics.model.PointMetrics.from_flat>` groups the result
-    into typed sections.
+    into typed sections. ``ignore_eos``: the requests asked for every token, so a reply
+    short of ``max_tokens`` fails as ``short_reply`` (:func:`~inferx_core.metrics.requests.
+    judged_request` decides each request's outcome, as validity and the search do).
     """
     if window_end_ns <= window_start_ns:
         raise ValueError("window_end_ns must be greater than window_start_ns")
@@ -437,7 +438,7 @@ def summarize(
     num_gpus, _ = _validated_gpus(num_gpus, num_prefill_gpus, num_decode_gpus)
     all_records = list(records)
     measured = [r for r in all_records if not r.warmup]
-    per_req = [(r, request_metrics(r)) for r in measured]
+    per_req = [(r, judged_request(r, ignore_eos)) for r in measured]
     window = _Window(
         ok=[(r, m) for r, m in per_req if m.ok],
         failed=[r for r, m in per_req if not m.ok],
@@ -450,7 +451,7 @@ def summarize(
     _put_latency(f, window, pcts)
     _put_dispatch_lateness(f, measured)
     put_reasoning(f.put, window.ok, pcts)  # reasoning models only: TTFO, answer TPOT
-    _put_failures(f, window.failed, max_error_samples)
+    _put_failures(f, window.failed, max_error_samples, ignore_eos)
     f.put("percentiles", list(pcts))
     f.put("no_successful_requests", window.no_success)
     result = dict(f.data)

@@ -20,7 +20,7 @@ from inferx_core.config.validity import ValidityLimits
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.schedule.client_load import ClientLoad, WorkerLoad
 from inferx_core.load.transport.usage import usage_disagreement
-from inferx_core.metrics.requests import short_reply
+from inferx_core.metrics.requests import failure_kind
 from inferx_core.metrics.schedule import ScheduleKeeping, schedule_keeping
 from inferx_core.metrics.spec_gaps import zero_gap_limit
 from inferx_core.metrics.stats import percentile_word
@@ -71,21 +71,13 @@ def _client_resources(records: Sequence[RequestRecord]) -> ValidityCheck:
     return _check("client_resources", float(len(mine)), 0.0, not mine, why)
 
 
-def _failure_kind(rec: RequestRecord, ignore_eos: bool) -> str | None:
-    """The request's failure kind; an answered reply cut short of what was asked fails
-    as ``short_reply`` (a shedding server's one-token ``stop``)."""
-    if not rec.ok:
-        return str(rec.error_kind or "no_content")
-    return "short_reply" if short_reply(rec, ignore_eos) else None
-
-
 def _error_rate(
     records: Sequence[RequestRecord], limit: float, ignore_eos: bool = False
 ) -> ValidityCheck:
     """Failures the server is answerable for (the client's own are their own check)."""
     records = [r for r in records if r.error_kind != "client_resource"]
     total = len(records)
-    failed = [k for r in records if (k := _failure_kind(r, ignore_eos))]
+    failed = [k for r in records if (k := failure_kind(r, ignore_eos))]
     rate = len(failed) / total if total else 0.0
     kinds: dict[str, int] = {}
     for kind in failed:

@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from inferx_core.config.parsing import ParseError, loads_json, read_bounded
 from inferx_core.load.records.request import RequestRecord
+from inferx_core.metrics.requests import failure_kind
 from inferx_core.results.files import REQUESTS_SUFFIX, RESULT_SUFFIX, TELEMETRY_SUFFIX
 from inferx_core.results.model import PointResultBase, ResultSchemaError, parse_result
 
@@ -348,9 +349,12 @@ def sidecar_mismatch(result: PointResultBase, records: Sequence[RequestRecord]) 
     if load is None:
         return None
     measured = [r for r in records if not r.warmup]
+    # completed as the summary counted it: a reply cut short under ignore_eos failed
+    ignore_eos = result.workload is not None and result.workload.ignore_eos is True
+    completed = sum(failure_kind(r, ignore_eos) is None for r in measured)
     counts = (
         ("measured requests", len(measured), load.total_requests),
-        ("completed", sum(r.ok for r in measured), load.completed),
+        ("completed", completed, load.completed),
     )
     diffs = [
         f"{name}: {got} in the sidecar, {want} in the result"

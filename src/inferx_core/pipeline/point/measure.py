@@ -94,6 +94,7 @@ def _point_metrics(plan: ServerPlan, result: ScheduleResult) -> PointMetrics:
         **gpus,
         slos=plan.slo.goodput_slos() if plan.slo else None,
         percentiles=list(plan.percentiles or DEFAULT_PERCENTILES),
+        ignore_eos=plan.workload.ignore_eos,  # a reply short of max_tokens is failed
     )
     usage_note = plan.target.continuous_usage_note
     for key, why in flat["null_reasons"].items():

@@ -1,0 +1,69 @@
+"""One place decides a request's outcome (verifier finding F1, issue 38 item 2).
+
+A shedding server answers past its slots at once with one token and ``finish_reason:
+stop`` although ``ignore_eos`` was sent. Validity called those replies failed
+(``short_reply``) while the written result counted them completed and GOOD. Now
+:func:`~inferx_core.metrics.requests.judged_request` decides for every consumer:
+the counts, the failure kinds, goodput, the latency populations, validity and the
+sidecar check on resume all agree, asserted here on the files the CLI wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inferx_core.cli.app import main
+from inferx_core.metrics.requests import failure_kind, judged_request
+from inferx_core.results.read import load_results, read_request_records, sidecar_mismatch
+from inferx_core.testing import ServerProcess
+
+LENIENT = {"max_loop_lag_p95_ms": 1000, "max_client_cpu_fraction": 1.0}
+
+
+def _bench(url: str, out: Path) -> None:
+    config = out.parent / "bench.json"
+    config.write_text(json.dumps({"base_url": url, "validity": LENIENT}))
+    argv = [
+        *("bench", str(config), "--isl", "16", "--osl", "8", "--num-prompts", "32"),
+        *("--concurrency", "8", "--slo", "ttft_ms=1000", "--output", str(out)),
+        *("--no-telemetry", "--no-progress"),
+    ]
+    assert main(argv) in (0, 1)
+
+
+def test_a_shed_reply_is_failed_in_every_figure_of_the_written_result(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with ServerProcess(ttft_ms=5, itl_ms=10, max_concurrent=2, overload="shed") as server:
+        _bench(server.base_url, out)
+    [path] = out.glob("*.json")
+    flat: dict[str, Any] = json.loads(path.read_text())
+    load, thr, validity = flat["load"], flat["throughput"], flat["validity"]
+    records = [r for r in read_request_records(path) or [] if not r.warmup]
+    shed = [r for r in records if failure_kind(r, ignore_eos=True) == "short_reply"]
+    # 8 in flight against 2 slots: most are shed (a loaded machine may serve a few more)
+    assert len(shed) >= 8, [(r.finish_reason, r.output_tokens) for r in records]
+    # the counts and kinds say what validity says
+    assert load["failed"] == len(shed) and load["completed"] == len(records) - len(shed)
+    assert load["failed_by_kind"] == {"short_reply": len(shed)}
+    [err] = [c for c in validity["checks"] if c["name"] == "error_rate"]
+    assert f"{len(shed)} of {len(records)} requests failed (short_reply {len(shed)})" in err["why"]
+    assert flat["status"] == "invalid"
+    # failed requests are never good: the generous 1 s TTFT limit is met by every reply
+    assert thr["good_completed"] <= load["completed"]
+    assert thr["request_goodput"] <= thr["request_throughput"]
+    assert thr["request_throughput"] * load["duration"] == pytest.approx(load["completed"])
+    # the latency populations are the completed replies only: the shed ones' instant
+    # "first token" is not a TTFT
+    kept = [m.ttft_ms for r in records if (m := judged_request(r, ignore_eos=True)).ok]
+    assert len(kept) == load["completed"]
+    assert flat["latency"]["ttft_ms"]["median"] == pytest.approx(statistics.median(kept))
+    assert all(s["error_kind"] == "short_reply" for s in load["error_samples"])
+    assert "ignore_eos was sent" in load["error_samples"][0]["error"]
+    # a resume reads this file back as its own: the sidecar agrees with the counts
+    [result] = load_results([out]).results
+    assert sidecar_mismatch(result, read_request_records(path) or []) is None

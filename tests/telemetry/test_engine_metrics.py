@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from inferx_core.sdk.probes import EngineMetricsMap
-from inferx_core.telemetry.engine_metrics import map_metrics
+from inferx_core.telemetry.engine_metrics import FRONT_END_COUNT, FRONT_END_SUM, map_metrics
 
 VLLM_TEXT = """\
 # HELP vllm:num_requests_running Number of requests in model execution batches.
@@ -88,3 +90,18 @@ def test_engines_that_count_misses_get_queries_as_hits_plus_misses() -> None:
     # a family missing from a scrape leaves the queries unknown, never half a sum
     without_misses = LLAMACPP_TEXT.replace("llamacpp:prompt_tokens_total 300\n", "")
     assert map_metrics(without_misses, names)["engine.prefix_cache_queries_total"] is None
+
+
+def test_the_front_end_ttft_histogram_is_read_as_two_counters_from_a_real_vllm_scrape() -> None:
+    """A scrape of the real vLLM CPU 0.32 after 3 warm-up and 16 measured requests
+    (tests/telemetry/data/vllm_metrics_after.txt): _sum in seconds, _count one a request;
+    an engine whose plugin declares no histogram gets no key (its split says why)."""
+    text = (Path(__file__).parent / "data" / "vllm_metrics_after.txt").read_text()
+    names = EngineMetricsMap(front_end_ttft_histogram="vllm:time_to_first_token_seconds")
+    values = map_metrics(text, names)
+    assert values[FRONT_END_COUNT] == 19.0
+    total = values[FRONT_END_SUM]
+    assert total is not None and 0.0 < total / 19 < 5.0  # a tiny model's TTFT: seconds at most
+    assert FRONT_END_COUNT not in map_metrics(text, EngineMetricsMap())
+    # a scrape without the family: None, never 0
+    assert map_metrics(LLAMACPP_TEXT, names)[FRONT_END_SUM] is None

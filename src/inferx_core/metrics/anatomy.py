@@ -11,7 +11,10 @@ tokenization, detokenizing and writing the first chunk). The engine plugin
 names its un-clocked front end (``ServerTiming.unclocked``), and the anatomy
 says it beside the rest (``rest_holds``): no engine here clocks its front end
 per request, so the rest cannot be split further from the replies
-(docs/metrics.md section 12 gives the evidence per engine). The server's
+(docs/metrics.md section 12 gives the evidence per engine); where the
+engine's /metrics clocks its front end in aggregate (vLLM's TTFT histogram),
+``front_end`` splits the rest over the point's window
+(:mod:`inferx_core.metrics.front_end`). The server's
 figures are durations on one process's clock, the client's on another's:
 differences of durations need no clock sync, only clocks that tick at the
 same rate.
@@ -38,6 +41,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferx_core.load.records.request import RequestRecord
+from inferx_core.metrics.front_end import FrontEndSplit, front_end_split
 from inferx_core.metrics.model import Distribution
 from inferx_core.metrics.spec_requests import SpecPerRequest, spec_per_request
 from inferx_core.metrics.stats import describe, percentile_word
@@ -101,6 +105,9 @@ class Anatomy(BaseModel):
     null_reasons: dict[str, str] = Field(default_factory=dict)
     # Speculative decoding per request, beside the /metrics window (metrics/spec_requests.py).
     speculative: SpecPerRequest | None = None
+    # The rest split at the window level by the engine front end's own TTFT histogram
+    # (metrics/front_end.py): server front end and client + wire, or null with the reason.
+    front_end: FrontEndSplit | None = None
 
     def median(self, figure: str) -> float | None:
         """The median of one of the distributions (``LAYERS`` values), or None."""
@@ -178,16 +185,30 @@ def _rest_holds(unclocked: str | None, no_queue: bool) -> str:
     return holds + ("; the wait for a free slot (no queue time reported)" if no_queue else "")
 
 
+def _front_end(
+    parts: _Parts,
+    records: Sequence[RequestRecord],
+    window: Mapping[str, Any] | None,
+    window_ns: tuple[int, int] | None,
+) -> FrontEndSplit:
+    clocked = [q + s for q, s in zip(parts.queue_or_zero, parts.server, strict=True)]
+    return front_end_split(parts.client, clocked, records, window, window_ns)
+
+
 def anatomy(
     records: Sequence[RequestRecord],
     engine: str | None,
     spec_window: Mapping[str, Any] | None = None,
     unclocked: str | None = None,
+    engine_window: Mapping[str, Any] | None = None,
+    window_ns: tuple[int, int] | None = None,
 ) -> Anatomy | None:
     """The anatomy of the measured, successful ``records``; None when no request
     carried the engine's figures (nothing was asked, or the engine reports none).
     ``spec_window``: the point's ``spec_decode`` figures from the engine's /metrics;
-    ``unclocked``: what the engine's clock leaves out, as its plugin names it."""
+    ``unclocked``: what the engine's clock leaves out, as its plugin names it;
+    ``engine_window``: the point's engine /metrics window and ``window_ns`` its
+    [start, end], for the front-end split (:mod:`inferx_core.metrics.front_end`)."""
     ok = [r for r in records if r.ok and not r.warmup]
     if not any(r.server_figures for r in ok):
         return None
@@ -221,6 +242,7 @@ def anatomy(
         rest_to_server_ttft=_ratios(rest, server),
         null_reasons=reasons,
         speculative=spec_per_request(ok, spec_window),
+        front_end=_front_end(parts, records, engine_window, window_ns),
     )
 
 

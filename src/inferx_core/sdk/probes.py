@@ -63,4 +63,9 @@ class EngineMetricsMap(BaseModel):
     # For engines that publish only a mean acceptance length gauge (SGLang:
     # sglang:spec_accept_length): its mean over the window's readings.
     spec_decode_accept_length: str | None = None
+    # A Prometheus histogram (seconds) of each request's TTFT as the engine's own front end
+    # clocks it, from its arrival there to the first token's return to it (vLLM:
+    # vllm:time_to_first_token_seconds). Its _sum and _count are scraped; the anatomy reads
+    # the window mean beside the per-request figures to split the rest (docs/metrics.md).
+    front_end_ttft_histogram: str | None = None
     extra: dict[str, str] = Field(default_factory=dict)

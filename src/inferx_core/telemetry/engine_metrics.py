@@ -3,7 +3,8 @@
 The engine plugin names its metric families (``inferx_engine_metrics``); this
 sampler reads them with prometheus-client's text parser and reports them
 under InferX's names: ``engine.kv_cache_usage`` (0..1), ``engine.requests_running``,
-``engine.requests_waiting``, ``engine.preemptions_total``, and the speculative
+``engine.requests_waiting``, ``engine.preemptions_total``, the front-end TTFT
+histogram's ``_sum`` and ``_count`` (read as counters), and the speculative
 decoding counters (:mod:`inferx_core.telemetry.speculative`). Several label sets
 (data-parallel engines) are summed for counts and maxed for cache usage.
 """
@@ -29,6 +30,10 @@ _FIELDS = {
     "prefix_cache_queries": "engine.prefix_cache_queries_total",
     "prefix_cache_hits": "engine.prefix_cache_hits_total",
 }
+
+#: The front-end TTFT histogram's sum (seconds) and count, read as counters over a window.
+FRONT_END_SUM = "engine.front_end_ttft_seconds_sum_total"
+FRONT_END_COUNT = "engine.front_end_ttft_count_total"
 
 
 def keep_families(text: str, families: set[str]) -> str:
@@ -81,9 +86,27 @@ def _queries_from_misses(
     return {_FIELDS["prefix_cache_queries"]: total}
 
 
+def _histogram_values(
+    families: dict[str, list[float]], names: EngineMetricsMap
+) -> dict[str, float | None]:
+    """The front-end TTFT histogram's _sum (seconds) and _count, as counters (``_total``:
+    the window reads their increases). Label sets (data-parallel engines) are summed: sums
+    and counts of observations add."""
+    family = names.front_end_ttft_histogram
+    if not family:
+        return {}
+    out: dict[str, float | None] = {}
+    for suffix, key in (("_sum", FRONT_END_SUM), ("_count", FRONT_END_COUNT)):
+        found = families.get(family + suffix)
+        out[key] = sum(found) if found else None
+    return out
+
+
 def map_metrics(text: str, names: EngineMetricsMap) -> dict[str, float | None]:
     """InferX metric -> value for one scrape; None when the family is absent."""
     wanted = {getattr(names, f) for f in _FIELDS if getattr(names, f)} | set(names.extra.values())
+    if names.front_end_ttft_histogram:
+        wanted.add(names.front_end_ttft_histogram)
     if names.prefix_cache_misses:
         wanted.add(names.prefix_cache_misses)
     families = family_values(text, {w.removesuffix("_total") for w in wanted})
@@ -103,6 +126,7 @@ def map_metrics(text: str, names: EngineMetricsMap) -> dict[str, float | None]:
     for extra_name, family in names.extra.items():
         found = _found(families, family)
         values[f"engine.{extra_name}"] = sum(found) if found else None
+    values.update(_histogram_values(families, names))
     spec = spec_decode_families(names)
     if spec:  # labelled per-position counters: read apart (family_values drops labels)
         values.update(spec_decode_values(keep_families(text, spec), names))

@@ -176,6 +176,12 @@ def metrics_map() -> EngineMetricsMap:
         spec_decode_draft_tokens="vllm:spec_decode_num_draft_tokens",
         spec_decode_accepted_tokens="vllm:spec_decode_num_accepted_tokens",
         spec_decode_accepted_per_position="vllm:spec_decode_num_accepted_tokens_per_pos",
+        # Observed in the API server (v1/metrics/stats.py IterationStats.update_from_output):
+        # time.time() when the first token's output reaches the front end, minus the
+        # request's arrival_time, stamped with time.time() when its rendering starts
+        # (renderers/base.py render_cmpl/render_chat), before the chat template and
+        # tokenizing; one process, one wall clock. The anatomy splits the rest with it.
+        front_end_ttft_histogram="vllm:time_to_first_token_seconds",
     )
 
 

@@ -27,16 +27,22 @@ def _spec_window(measured: Measured) -> Any:
 
 
 def point_anatomy(
-    target: BenchTarget, records: Sequence[RequestRecord], measured: Measured
+    target: BenchTarget,
+    records: Sequence[RequestRecord],
+    measured: Measured,
+    window_ns: tuple[int, int] | None = None,
 ) -> tuple[Anatomy | None, Measured]:
     """The anatomy (None: no reply carried the engine's figures) and ``measured`` with
-    its check among the validity checks."""
+    its check among the validity checks; ``window_ns``: the measured window, for the
+    split of the rest by the engine's front-end histogram."""
     timing = target.server_timing
     an = anatomy(
         records,
         timing.name if timing else None,
         _spec_window(measured),
         unclocked=timing.unclocked if timing else None,  # the front end its clock leaves out
+        engine_window=measured.telemetry.engine_metrics if measured.telemetry else None,
+        window_ns=window_ns,
     )
     check = anatomy_check(an)
     validity = measured.validity

@@ -366,7 +366,11 @@ def measure_point(
     mask_records([*drive.result.records, *drive.result.warmup_records])
     measured = _measured(plan, point, requests, drive, recorder, started_at)
     # The TTFT taken apart with the engine's own clock (None: its replies carried none).
-    an, measured = point_anatomy(plan.target, drive.result.records, measured)
+    # Warm-up records too (flagged, left out of the anatomy): their first tokens may sit
+    # near the window's start, where the engine histogram's count is read between scrapes.
+    run = drive.result
+    window = (run.window_start_ns, run.window_end_ns)
+    an, measured = point_anatomy(plan.target, [*run.records, *run.warmup_records], measured, window)
     result = with_anatomy(_decide(source, measured, drive, plan.failure_details), an)
     return _finish(result, drive, output_dir, recorder if plan.telemetry is not None else None)
 

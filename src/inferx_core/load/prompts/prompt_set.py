@@ -52,6 +52,7 @@ from inferx_core.load.prompts.dataset import (
     message_texts,
 )
 from inferx_core.load.prompts.dataset_formats import ColumnMap, load_dataset
+from inferx_core.load.prompts.length_check import check_prompt_lengths
 from inferx_core.load.prompts.lengths import (
     DEFAULT_LOGNORMAL_INPUT,
     DEFAULT_LOGNORMAL_OUTPUT,
@@ -378,6 +379,8 @@ def build_prompt_set(spec: WorkloadSpec, counter: TokenCounter, n: int, seed: in
         )
     if (context_note := _context_note(counter, prompts)) is not None:
         notes.append(context_note)
+    if spec.kind != "dataset":  # a dataset's prompts are as the file holds them: no target
+        check_prompt_lengths(prompts, counter.description)
     misses = [abs(p.miss) for p in prompts if p.miss]
     return PromptSet(
         prompts=prompts,

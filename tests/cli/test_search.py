@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from scripted_search import OPEN_VALIDITY, SERVER, SLO_FLAG, TTFT_LIMIT_MS
 
 from inferx_core.cli.app import main
 from inferx_core.testing import ServerProcess
@@ -17,15 +18,19 @@ def _bench(url: str, out: Path, *more: str) -> list[str]:
 
 
 def test_bench_search_answers_and_report_ranks(tmp_path: Path, capsys) -> None:
-    with ServerProcess(max_concurrent=3, ttft_ms=5, itl_ms=20) as server:
-        argv = _bench(server.base_url, tmp_path, "--search", "concurrency", "--slo", "ttft_ms=50")
+    config, out = tmp_path / "bench.json", tmp_path / "out"
+    with ServerProcess(max_concurrent=3, **SERVER) as server:
+        # the scripted margins and the opened client checks: tests/scripted_search.py
+        config.write_text(json.dumps({"base_url": server.base_url, "validity": OPEN_VALIDITY}))
+        argv = _bench(server.base_url, out, "--search", "concurrency", "--slo", SLO_FLAG)
+        argv.append(str(config))
         assert main([*argv, "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["capacity"] == 3 and summary["status"] == "found"
-    assert summary["slo"] == "concurrency, 0.99 of requests: ttft_ms<=50"
-    assert main(["report", str(tmp_path), "--no-plots", "--gpu-type", "H100"]) == 0
-    out = capsys.readouterr().out
-    assert "Capacity at SLO" in out and summary["search_id"][:20] in out
+    assert summary["slo"] == f"concurrency, 0.99 of requests: ttft_ms<={TTFT_LIMIT_MS}"
+    assert main(["report", str(out), "--no-plots", "--gpu-type", "H100"]) == 0
+    printed = capsys.readouterr().out
+    assert "Capacity at SLO" in printed and summary["search_id"][:20] in printed
 
 
 def test_bench_search_json_answers_cost_and_tokens_per_mw_at_capacity(
@@ -34,11 +39,14 @@ def test_bench_search_json_answers_cost_and_tokens_per_mw_at_capacity(
     """The buyer's figures in --json, as the report's table has them: cost per million
     tokens and tokens per MW at the capacity probe, with where their inputs came from."""
     config = tmp_path / "bench.json"
-    with ServerProcess(max_concurrent=2, ttft_ms=5, itl_ms=20) as server:
+    with ServerProcess(max_concurrent=2, **SERVER) as server:
         cost = {"usd_per_gpu_hour": 2.0, "kw_per_gpu": 1.0}
-        config.write_text(json.dumps({"base_url": server.base_url, "cost": cost}))
+        # the scripted margins and the opened client checks: tests/scripted_search.py
+        config.write_text(
+            json.dumps({"base_url": server.base_url, "cost": cost, "validity": OPEN_VALIDITY})
+        )
         argv = _bench(server.base_url, tmp_path / "out", "--search", "concurrency",
-                      "--slo", "ttft_ms=50", "--num-gpus", "1", "--json", str(config))  # fmt: skip
+                      "--slo", SLO_FLAG, "--num-gpus", "1", "--json", str(config))  # fmt: skip
         assert main(argv) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["capacity"] == 2 and answer["cost_at_capacity_reason"] is None

@@ -29,7 +29,7 @@ echo $$ > "$W/build.pid"
 echo "[1/3] Building CXX object ggml.c.o"
 echo "[2/3] Building CXX object llama.cpp.o"
 [ -n "$FAKE_BUILD_HANG" ] && {{ sleep 60; exit 9; }}
-{WAIT_FOR.format(cond='grep -q "compiling 2/3 (66%)" "$W/out"')}
+{WAIT_FOR.format(cond='grep -q "] llama-server: compiling 2/3 (66%)" "$W/out"')}
 [ -n "$FAKE_BUILD_FAIL" ] && {{ echo "c++: fatal error: killed"; exit 2; }}
 echo "[3/3] Linking CXX executable bin/llama-server"
 echo "llama-server 0.3.36: /cache/llama-server (12M, 1 s)"

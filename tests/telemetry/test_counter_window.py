@@ -113,3 +113,11 @@ def test_a_gauge_with_no_reading_inside_a_short_window_is_null_and_says_why() ->
     assert running["mean"] is None and running["samples"] == 0
     assert "no finite reading inside the window" in running["why"]
     assert out["preemptions_total"]["increase"] == 10.0 * 230 / 500
+
+
+def test_a_gauge_whose_readings_were_all_nan_says_so_not_that_none_was_taken() -> None:
+    gauge = "engine.kv_cache_usage"
+    rows = [(t, {gauge: float("nan")}) for t in (100, 200, 300)]
+    out = summarize_prefix(rows, "engine.", 50, 350)["kv_cache_usage"]
+    assert out["mean"] is None and out["samples"] == 0
+    assert out["why"] == "none of the 3 readings inside the window was a finite number"

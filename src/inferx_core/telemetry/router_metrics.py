@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from inferx_core.sdk.sampler import SamplerUnavailable
-from inferx_core.telemetry.window import Row, counter_increase, stats, window_values
+from inferx_core.telemetry.window import Row, counter_increase, gauge_stats, window_values
 
 PREFIX = "router."
 _UP = PREFIX + "up"  # in every reading: the exporter answered (see :func:`summarize_router`)
@@ -96,7 +96,7 @@ def summarize_router(rows: list[Row], start_ns: int, end_ns: int) -> dict[str, A
             continue
         name = key.removeprefix(PREFIX)
         if name in _GAUGES.values():
-            out[name] = stats(window_values(rows, key, start_ns, end_ns))
+            out[name] = gauge_stats(rows, key, start_ns, end_ns)
         elif not name.startswith("request_duration_seconds"):
             samples = len(window_values(rows, key, start_ns, end_ns))
             out[name] = {"increase": increase, "samples": samples}

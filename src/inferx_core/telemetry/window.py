@@ -83,6 +83,16 @@ def _value_at(points: list[tuple[int, float]], t_ns: int) -> float:
     return v0 + (v1 - v0) * (t_ns - t0) / (t1 - t0) if t1 > t0 else v1
 
 
+def gauge_stats(rows: Iterable[Row], key: str, start_ns: int, end_ns: int) -> dict[str, Any]:
+    """:func:`stats` of a gauge's readings inside the window; with none finite, ``why``
+    tells a window no reading fell in from one whose readings were all NaN or Inf."""
+    inside = [v[key] for t_ns, v in rows if start_ns <= t_ns <= end_ns and v.get(key) is not None]
+    out = stats([float(x) for x in inside if isinstance(x, (int, float)) and math.isfinite(x)])
+    if out["samples"] == 0 and inside:
+        out["why"] = f"none of the {len(inside)} readings inside the window was a finite number"
+    return out
+
+
 def stats(values: list[float]) -> dict[str, Any]:
     """Mean, median, min, max of the finite ``values``; a statistic that overflows is None
     and ``why`` says so."""
@@ -132,7 +142,7 @@ def summarize_prefix(
                 "samples": len(values),
             }
         else:
-            out[name] = stats(values)
+            out[name] = gauge_stats(rows, key, start_ns, end_ns)
     hit_rate = _hit_rate(out)
     if hit_rate is not None:
         out["prefix_cache_hit_rate"] = hit_rate

@@ -2,9 +2,9 @@
 
 The fake engine is the scripted SSE server launched as an engine, with a known
 capacity (``max_concurrent``: at most K generations at once, the rest wait, so
-past K some requests' TTFT includes a whole ~100 ms generation while at or below
-K it is ~5 ms; the 50 ms limit sits far from both, so a loaded machine moves
-neither side across it). The run's search must find K exactly, its probes must be
+past K some requests' TTFT includes a whole ~305 ms generation while at or below
+K it is ~5 ms; the 150 ms limit sits far from both, so a loaded machine moves
+neither side across it: tests/scripted_search.py). The run's search must find K exactly, its probes must be
 the server's points (launch provenance, search tag), and ``inferx report`` must
 rank the configurations by cost at SLO.
 """
@@ -17,6 +17,7 @@ from typing import Any
 
 import fake_engine
 import pytest
+from scripted_search import OPEN_VALIDITY, SERVER, TTFT_LIMIT_MS
 
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.cli.app import main
@@ -29,7 +30,7 @@ from inferx_core.results.search_files import load_search_summaries
 from inferx_core.sdk.manager import get_plugin_manager
 from inferx_core.sdk.platform import Platform
 
-SEARCH = {"over": "concurrency", "slo": {"ttft_ms": 50}, "max": 32, "max_probes": 14}
+SEARCH = {"over": "concurrency", "slo": {"ttft_ms": TTFT_LIMIT_MS}, "max": 32, "max_probes": 14}
 
 
 def searched(name: str, capacity: int, **more: Any) -> RunConfig:
@@ -38,7 +39,9 @@ def searched(name: str, capacity: int, **more: Any) -> RunConfig:
             "engine": "fake",
             "name": name,
             "model": "org/tiny-model",
-            "plugin_options": {"ttft_ms": 5, "itl_ms": 20, "max_concurrent": capacity},
+            # the shared margins and opened client checks: tests/scripted_search.py
+            "plugin_options": {**SERVER, "max_concurrent": capacity},
+            "validity": OPEN_VALIDITY,
             "readiness_timeout_s": 30,
             "stop_grace_s": 5,
             "workload": {"isl": 16, "osl": 6},
@@ -167,7 +170,8 @@ def _sweep_yaml(path: Path, out: Path, matrix: str) -> Path:
         "  engine: fake\n"
         "  model: org/tiny-model\n"
         f"  output_dir: {json.dumps(str(out))}\n"
-        "  plugin_options: {ttft_ms: 5, itl_ms: 20, max_concurrent: 3}\n"
+        f"  plugin_options: {json.dumps({**SERVER, 'max_concurrent': 3})}\n"
+        f"  validity: {json.dumps(OPEN_VALIDITY)}\n"
         "  readiness_timeout_s: 30\n"
         "  stop_grace_s: 5\n"
         "  workload: {isl: 16, osl: 6}\n"

@@ -81,7 +81,7 @@ def search_on_server(
         point: LoadPoint, pid: str, folder: Path | None, tag: dict[str, Any]
     ) -> PointOutcome:
         source = PointSource(pid, point, server_id=sid, context={**server.context, "search": tag})
-        sized = sized_plan(probes, search, point)  # enough prompts to hold the level
+        sized = sized_plan(probes, search, point, tag["run"])  # enough prompts; a rerun re-seeded
         return measure_point(sized, point, pid, output_dir=folder, source=source)
 
     plan = SearchPlan(

@@ -17,6 +17,7 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+from inferx_core.config.bounds import MAX_SEED
 from inferx_core.config.points import LoadPoint
 from inferx_core.config.search import SearchConfig
 from inferx_core.pipeline.point.measure import PointOutcome
@@ -36,10 +37,23 @@ def probe_level(point: LoadPoint) -> float:
     return float(point.request_rate if point.request_rate is not None else math.nan)
 
 
-def sized_plan(plan: ServerPlan, search: SearchConfig, point: LoadPoint) -> ServerPlan:
-    """``plan`` with as many measured prompts as the probe at ``point`` needs to hold it."""
+#: A probe's k-th run draws with seed + (k - 1) * this (a prime stride: no two runs of
+#: one search share a draw).
+RERUN_SEED_STRIDE = 1_000_003
+
+
+def sized_plan(
+    plan: ServerPlan, search: SearchConfig, point: LoadPoint, run: int = 1
+) -> ServerPlan:
+    """``plan`` with as many measured prompts as the probe at ``point`` needs to hold it;
+    its ``run``-th run (a rerun near the limit) re-seeded, so that a rerun is a fresh
+    draw of the arrivals and prompts rather than the same schedule played again (a
+    seeded Poisson draw that fell short of its level would fall short every time)."""
     usual = prompts_for(point, plan.load)
     wanted = search.probe_prompts(probe_level(point), usual)
+    if run > 1:
+        seed = (plan.workload.seed + (run - 1) * RERUN_SEED_STRIDE) % (MAX_SEED + 1)
+        plan = replace(plan, workload=plan.workload.model_copy(update={"seed": seed}))
     if wanted == usual:
         return plan
     return replace(plan, load=plan.load.model_copy(update={"num_prompts": wanted}))

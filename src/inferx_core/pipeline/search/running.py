@@ -54,7 +54,7 @@ def run_search(
         ) -> PointOutcome:
             context = {"config": config.model_dump(mode="json"), "search": tag}
             source = PointSource("", point, context=context)
-            sized = sized_plan(plan, search, point)  # enough prompts to hold the level
+            sized = sized_plan(plan, search, point, tag["run"])  # enough prompts; a rerun re-seeded
             return measure_point(sized, point, pid, output_dir=folder, source=source)
 
         search_plan = SearchPlan(

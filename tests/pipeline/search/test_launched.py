@@ -4,9 +4,9 @@ The fake engine is the scripted SSE server launched as an engine, with a known
 capacity (``max_concurrent``: at most K generations at once, the rest wait, so
 past K some requests' TTFT includes a whole ~305 ms generation while at or below
 K it is ~5 ms; the 150 ms limit sits far from both, so a loaded machine moves
-neither side across it: tests/scripted_search.py). The run's search must find K exactly, its probes must be
-the server's points (launch provenance, search tag), and ``inferx report`` must
-rank the configurations by cost at SLO.
+neither side across it: tests/scripted_search.py). The run's search must find K
+exactly, its probes must be the server's points (launch provenance, search tag),
+and ``inferx report`` must rank the configurations by cost at SLO.
 """
 
 from __future__ import annotations

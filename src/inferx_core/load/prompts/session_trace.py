@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from inferx_core.config.parsing import ParseError, loads_data_json
 from inferx_core.errors import UserFacingError
+from inferx_core.load.prompts.dataset import DatasetError, check_regular_file
 from inferx_core.load.prompts.prompt_set import PromptSet
 from inferx_core.load.prompts.prompt_text import content_values
 from inferx_core.load.prompts.sessions import Session, Turn, exact_length_texts, sessions_prompt_set
@@ -146,6 +147,10 @@ def read_session_trace(path: str | Path) -> list[SessionSpec]:
     """Every session of an InferX session trace (blank lines skipped): in file order, or
     by arrival when the sessions are timed."""
     p = Path(path)
+    try:
+        check_regular_file(p)  # a FIFO would block the read below forever
+    except DatasetError as exc:
+        raise SessionTraceError(str(exc)) from None
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:

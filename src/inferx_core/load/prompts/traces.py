@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from inferx_core.config.parsing import ParseError, loads_data_json
 from inferx_core.errors import UserFacingError
+from inferx_core.load.prompts.dataset import DatasetError, check_regular_file
 from inferx_core.load.prompts.session_trace import SessionSpec, read_session_trace
 
 __all__ = [
@@ -132,6 +133,10 @@ def _mooncake_line(path: Path, lineno: int, text: str) -> TraceRequest:
 
 
 def _read_text(path: Path) -> str:
+    try:
+        check_regular_file(path)  # a FIFO would block the read below forever
+    except DatasetError as exc:
+        raise TraceError(str(exc)) from None
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -109,7 +109,11 @@ def test_duration_stops_dispatch_and_in_flight_requests_finish(
     assert all(r.ok for r in res.records)  # the last ones were let finish
     deadline = res.window_start_ns + 300_000_000
     assert max(r.send_ns for r in res.records) <= deadline + 20_000_000
-    assert res.window_end_ns > deadline
+    # the window ends at the last completion, after the last dispatch (the duration runs
+    # from before the first send, so on a loaded machine the in-flight tail may end
+    # before window_start + 0.3 s: that is no bound to assert)
+    assert res.window_end_ns == max(r.end_ns for r in res.records)
+    assert res.window_end_ns > max(r.send_ns for r in res.records)
 
 
 def test_duration_longer_than_the_work_is_not_a_cut(

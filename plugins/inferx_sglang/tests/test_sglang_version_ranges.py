@@ -3,8 +3,8 @@
 The version reaches the plugin as ``platform.software["sglang"]`` (read from the
 image for a docker launch). Each range whose parser installs here is checked with
 that version's own parser: 0.5.23 (.venv-sglang), 0.5.22 (its wheel in
-.venv-sglang/sglang-0.5.22, first on PYTHONPATH) and 0.5.4 (.venv-sglang-0.5.4, for
-the range before 0.5.22); ``make sglang`` makes all three.
+.venv-sglang/sglang-0.5.22, first on PYTHONPATH) and 0.5.4 (venvs/sglang-0.5.4 in
+InferX's cache, for the range before 0.5.22); ``make sglang`` makes all three.
 """
 
 from __future__ import annotations
@@ -102,8 +102,9 @@ def test_each_checked_range_s_argv_is_what_its_own_parser_takes(
 
 
 # An SGLang older than 0.5.22 (0.5.4, the range of --dp-size N --enable-dp-attention)
-# has its own venv (.venv-sglang-0.5.4: its server_args imports torchvision, which
-# needs its own torch). Building its ServerArgs resolves them against a GPU ("No
+# has its own venv (`make sglang` puts it in InferX's cache, venvs/sglang-0.5.4, and
+# `make test` names its python in INFERX_SGLANG_LEGACY_PYTHON: its server_args imports
+# torchvision, which needs its own torch). Building its ServerArgs resolves them against a GPU ("No
 # accelerator (CUDA, XPU, HPU) is available"), so its argparse parser is what is asked.
 LEGACY = "0.5.4"
 LEGACY_PROBE = r"""
@@ -128,7 +129,9 @@ print(json.dumps(answer, default=str))
 
 
 def legacy_python() -> Path:
-    python = ROOT / f".venv-sglang-{LEGACY}" / "bin" / "python"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "inferx"
+    default = cache / "venvs" / f"sglang-{LEGACY}" / "bin" / "python"
+    python = Path(os.environ.get("INFERX_SGLANG_LEGACY_PYTHON") or default)
     if not python.is_file():
         why = f"no SGLang {LEGACY} parser: run `make sglang`"
         if os.environ.get("INFERX_REQUIRE_ENGINE") == "1":

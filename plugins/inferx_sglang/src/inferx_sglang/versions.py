@@ -13,7 +13,7 @@ DP attention, N attention groups inside the TP group:
   plugins/inferx_sglang/tests/test_sglang_version_ranges.py with both parsers).
 - 0.4.0 <= SGLang < 0.5.22: ``--dp-size N --enable-dp-attention``, the form the
   recipes that pin older images use (DP attention came in 0.4.0). Checked with
-  0.5.4's own parser in a venv of its own (.venv-sglang-0.5.4: its server_args
+  0.5.4's own parser in a venv of its own (venvs/sglang-0.5.4 in InferX's cache: its server_args
   imports torchvision, which needs the torch it was built for), which takes this
   form and refuses ``--attn-dp-size``; its argparse parser only, since building
   its ServerArgs asks for a GPU.

@@ -1,9 +1,10 @@
 """The buyer's table beyond searches: a plain sweep's points and imported results (issue 29).
 
 A search on a scripted server of capacity 3 gives the SLO; a plain concurrency sweep
-of a server of capacity 5 (the scripted server: past K some requests' TTFT includes
-a whole ~100 ms generation, at or below K it is ~5 ms; the 50 ms limit sits far
-from both, so a loaded machine moves neither side across it) has no search, yet its
+of a server of capacity 5 (the scripted server and limit of tests/scripted_search.py:
+past K some requests' TTFT includes a whole ~305 ms generation, at or below K it is
+~5 ms; the 150 ms limit sits far from both, so a loaded machine moves neither side
+across it, and the client-side checks are opened) has no search, yet its
 capacity at that SLO is derived from its points: 5, with the pass at 5 and the fail
 at 6 as the evidence, judged from the request records where the report has them,
 else from each limit's p99. The same points exported as InferenceX aggregates and
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_search import OPEN_VALIDITY, SERVER, SLO_FLAG, TTFT_LIMIT_MS
 
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.cli.app import main
@@ -26,13 +28,14 @@ from inferx_core.report.search import search_rows
 from inferx_core.results.read import load_results
 from inferx_core.testing import ServerProcess
 
-SERVER = {"ttft_ms": 5, "itl_ms": 20}
 LEVELS = "1,2,4,5,6,8"
 
 
 def _bench(url: str, out: Path, *more: str) -> list[str]:
+    config = out.parent / f"{out.name}.json"  # the opened client-side checks
+    config.write_text(json.dumps({"base_url": url, "validity": OPEN_VALIDITY}))
     return [
-        *("bench", "--base-url", url, "--isl", "16", "--osl", "6", "--num-prompts", "16"),
+        *("bench", str(config), "--isl", "16", "--osl", "6", "--num-prompts", "16"),
         *("--no-telemetry", "--no-progress", "--output", str(out), *more),
     ]
 
@@ -42,7 +45,7 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("derived")
     with ServerProcess(max_concurrent=3, **SERVER) as server:
         argv = _bench(server.base_url, root / "search", "--name", "searched")
-        assert main([*argv, "--search", "concurrency", "--slo", "ttft_ms=50"]) == 0
+        assert main([*argv, "--search", "concurrency", "--slo", SLO_FLAG]) == 0
     with ServerProcess(max_concurrent=5, **SERVER) as server:
         argv = _bench(server.base_url, root / "sweep", "--name", "swept")
         assert main([*argv, "--concurrency", LEVELS]) == 0
@@ -73,7 +76,7 @@ def test_a_plain_sweep_gets_its_capacity_at_the_searched_slo(
     searched, swept = rows["search"], rows["sweep points"]
     assert (searched["status"], searched["capacity"]) == ("found", 3)
     assert (swept["status"], swept["capacity"]) == ("found", 5), swept["reason"]
-    assert swept["slo"] == "concurrency, 0.99 of requests: ttft_ms<=50"  # the search's SLO
+    assert swept["slo"] == f"concurrency, 0.99 of requests: ttft_ms<={TTFT_LIMIT_MS}"
     assert swept["search_id"].startswith("swept-")
     assert "pass 5 (" in swept["evidence"] and "fail 6 (" in swept["evidence"]
     assert "ttft" in swept["binding_slo"]
@@ -88,7 +91,7 @@ def test_with_the_result_files_a_point_is_judged_on_its_request_records(
     folders: dict[str, Path],
 ) -> None:
     loaded = load_results([folders["sweep"]])
-    slo = SloTarget(limits={"ttft_ms": 50})
+    slo = SloTarget(limits={"ttft_ms": TTFT_LIMIT_MS})
     exact = search_rows([], loaded.results, paths=loaded.paths, slos=[slo])
     [row] = exact
     assert (row["capacity"], row["source"]) == (5, "sweep points")
@@ -130,12 +133,12 @@ def test_inferx_report_slo_judges_a_sweep_without_any_search(
 ) -> None:
     out = tmp_path / "r"
     argv = ["report", str(folders["sweep"]), "--output", str(out), "--no-plots"]
-    assert main([*argv, "--slo", "ttft_ms=50", "--json"]) == 0
+    assert main([*argv, "--slo", SLO_FLAG, "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)  # the buyer's table comes along
     [row] = printed["capacity_at_slo"]
     assert (row["source"], row["status"], row["capacity"]) == ("sweep points", "found", 5)
     assert len(printed["rows"]) == len(LEVELS.split(","))
-    assert main([*argv, "--slo", "ttft_ms=50"]) == 0
+    assert main([*argv, "--slo", SLO_FLAG]) == 0
     assert "Capacity at SLO" in capsys.readouterr().out  # the table (wrapped to the terminal)
     page = (out / "report.html").read_text()
     assert 'data-source="sweep points"' in page

@@ -113,7 +113,10 @@ def _result_for(records: list[RequestRecord], bench_dir: Path, **identity):
     [result] = load_results([bench_dir]).results
     load = result.load.model_copy(update={"duration": 1.0, "slo": {}})
     ident = result.identity.model_copy(update=identity)
-    return result.model_copy(update={"load": load, "identity": ident})
+    # the hand-made replies end on their own before max_tokens: not asked to ignore EOS,
+    # else each is a short reply, failed as the point counts it (metrics.requests)
+    work = result.workload.model_copy(update={"ignore_eos": False})
+    return result.model_copy(update={"load": load, "identity": ident, "workload": work})
 
 
 def test_definitions_match_vllms_by_hand(bench_dir: Path) -> None:

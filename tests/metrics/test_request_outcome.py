@@ -18,7 +18,10 @@ from typing import Any
 import pytest
 
 from inferx_core.cli.app import main
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.metrics.dimensions import turn_stats
 from inferx_core.metrics.requests import failure_kind, judged_request
+from inferx_core.metrics.summarize import summarize
 from inferx_core.results.read import load_results, read_request_records, sidecar_mismatch
 from inferx_core.testing import ServerProcess
 
@@ -67,3 +70,42 @@ def test_a_shed_reply_is_failed_in_every_figure_of_the_written_result(tmp_path: 
     # a resume reads this file back as its own: the sidecar agrees with the counts
     [result] = load_results([out]).results
     assert sidecar_mismatch(result, read_request_records(path) or []) is None
+    # InferX's vLLM export writes them as vLLM writes a failed request, so an import of
+    # it (and a report --slo on that) sees the failures (verifier finding F7)
+    exported = tmp_path / "vllm"
+    argv = ["export", str(out), "--format", "vllm", "--detailed", "--output", str(exported)]
+    assert main(argv) == 0
+    [vllm_file] = exported.glob("*.json")
+    vllm = json.loads(vllm_file.read_text())
+    assert (vllm["completed"], vllm["failed"]) == (load["completed"], load["failed"])
+    assert sum("ignore_eos was sent" in e for e in vllm["errors"]) == len(shed)
+    imported = tmp_path / "imported"
+    assert main(["import", str(vllm_file), "--output", str(imported)]) == 0
+    [back] = load_results([imported]).results
+    assert back.load is not None and back.load.failed == len(shed)
+    assert back.status == "invalid"
+
+
+def _reply(i: int, tokens: int, finish: str, turn: int | None = None) -> RequestRecord:
+    chunks = [1_000_000 * (10 + k) for k in range(tokens)]
+    return RequestRecord(
+        request_id=i,
+        prompt_tokens=8,
+        max_tokens=8,
+        send_ns=1,
+        chunk_ns=chunks,
+        usage_output_tokens=tokens,
+        finish_reason=finish,
+        end_ns=chunks[-1],
+        turn=turn,
+    )
+
+
+def test_the_per_turn_figures_count_a_short_reply_as_the_point_does() -> None:
+    records = [_reply(0, 8, "length", turn=0), _reply(1, 1, "stop", turn=0)]
+    flat = summarize(records, window_start_ns=0, window_end_ns=10**9, ignore_eos=True)
+    [row] = turn_stats(records, ignore_eos=True) or []
+    assert row.completed == flat["completed"] == 1 and flat["failed_by_kind"] == {"short_reply": 1}
+    # without ignore_eos a stop is the model's own end: both complete, everywhere alike
+    [row] = turn_stats(records) or []
+    assert row.completed == summarize(records, window_start_ns=0, window_end_ns=10**9)["completed"]

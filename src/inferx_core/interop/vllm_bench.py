@@ -51,6 +51,7 @@ import numpy as np
 
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.schedule.arrivals import Ramp
+from inferx_core.metrics.requests import short_reply
 from inferx_core.metrics.stats import percentile_word
 from inferx_core.results.flat import vllm_burstiness
 from inferx_core.results.model import PointResultBase
@@ -99,9 +100,14 @@ class VllmOutput:
         return (self.latency - self.ttft) / (self.output_tokens - 1)
 
 
-def vllm_output(rec: RequestRecord, *, window_start_ns: int, closed_loop: bool) -> VllmOutput:
-    """One record in vLLM's terms; ``closed_loop``: every request arrives at the window start."""
-    success = rec.ok
+def vllm_output(
+    rec: RequestRecord, *, window_start_ns: int, closed_loop: bool, ignore_eos: bool = False
+) -> VllmOutput:
+    """One record in vLLM's terms; ``closed_loop``: every request arrives at the window start.
+    A reply cut short of what was asked is a failed request, as the point counted it
+    (:func:`~inferx_core.metrics.requests.short_reply`), with the reason as its error."""
+    short = short_reply(rec, ignore_eos)
+    success = rec.ok and short is None
     chunks = rec.chunk_ns
     ttft = (chunks[0] - rec.send_ns) / 1e9 if success else 0.0
     latency = (chunks[-1] - rec.send_ns) / 1e9 if success else 0.0
@@ -122,7 +128,7 @@ def vllm_output(rec: RequestRecord, *, window_start_ns: int, closed_loop: bool) 
         itl=gaps,
         latency=latency,
         client_queue_time=queue,
-        error=rec.error or "",
+        error=rec.error or short or "",
     )
 
 
@@ -281,7 +287,11 @@ def vllm_bench_result(
     measured = [r for r in records if not r.warmup]
     closed = result.identity.mode == "closed"
     window_start = min((r.send_ns for r in measured), default=0)
-    outputs = [vllm_output(r, window_start_ns=window_start, closed_loop=closed) for r in measured]
+    eos = result.workload is not None and result.workload.ignore_eos is True
+    outputs = [
+        vllm_output(r, window_start_ns=window_start, closed_loop=closed, ignore_eos=eos)
+        for r in measured
+    ]
     duration = load.duration if load.duration is not None and load.duration > 0 else math.nan
     out = _setup(result, metadata or {})
     out |= _totals(outputs, duration, load.slo)

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.schedule.stages import StageWindow
-from inferx_core.metrics.requests import request_metrics
+from inferx_core.metrics.requests import judged_request
 from inferx_core.metrics.stats import describe
 
 __all__ = ["StageStats", "TurnStats", "stage_stats", "turn_stats"]
@@ -66,19 +66,22 @@ def _triple(values: list[float]) -> tuple[float | None, float | None, float | No
     return stats["mean"], stats["median"], stats["p99"]
 
 
-def turn_stats(records: Sequence[RequestRecord]) -> list[TurnStats] | None:
-    """Per-turn figures; None when no record belongs to a multi-turn session."""
+def turn_stats(
+    records: Sequence[RequestRecord], ignore_eos: bool = False
+) -> list[TurnStats] | None:
+    """Per-turn figures; None when no record belongs to a multi-turn session. A reply cut
+    short of what was asked (``ignore_eos``) is failed, as the point counts it."""
     by_turn: dict[int, list[RequestRecord]] = {}
     for rec in records:
         if rec.turn is not None and not rec.warmup:
             by_turn.setdefault(rec.turn, []).append(rec)
     if not by_turn:
         return None
-    return [_turn_row(turn, by_turn[turn]) for turn in sorted(by_turn)]
+    return [_turn_row(turn, by_turn[turn], ignore_eos) for turn in sorted(by_turn)]
 
 
-def _turn_row(turn: int, recs: list[RequestRecord]) -> TurnStats:
-    ok = [m for m in (request_metrics(r) for r in recs) if m.ok]
+def _turn_row(turn: int, recs: list[RequestRecord], ignore_eos: bool) -> TurnStats:
+    ok = [m for m in (judged_request(r, ignore_eos) for r in recs) if m.ok]
     ttft = _triple([m.ttft_ms for m in ok if m.ttft_ms is not None])
     e2el = _triple([m.e2el_ms for m in ok if m.e2el_ms is not None])
     return TurnStats(
@@ -96,19 +99,23 @@ def _turn_row(turn: int, recs: list[RequestRecord]) -> TurnStats:
 
 
 def stage_stats(
-    records: Sequence[RequestRecord], windows: Sequence[StageWindow]
+    records: Sequence[RequestRecord], windows: Sequence[StageWindow], ignore_eos: bool = False
 ) -> list[StageStats] | None:
-    """Per-stage target and achieved rates; None without stages."""
+    """Per-stage target and achieved rates; None without stages. A reply cut short of
+    what was asked (``ignore_eos``) is failed, as the point counts it."""
     if not windows:
         return None
     rows = []
+    judged = {id(r): judged_request(r, ignore_eos) for r in records if not r.warmup}
     for win in windows:
         sent = [r for r in records if r.stage == win.index and not r.warmup]
         ended = [
-            r for r in records if r.ok and not r.warmup and win.start_ns <= r.end_ns < win.end_ns
+            r
+            for r in records
+            if not r.warmup and judged[id(r)].ok and win.start_ns <= r.end_ns < win.end_ns
         ]
         window_s = max(win.end_ns - win.start_ns, 1) / 1e9
-        metrics = [request_metrics(r) for r in sent if r.ok]
+        metrics = [m for r in sent if (m := judged[id(r)]).ok]
         rows.append(
             StageStats(
                 stage=win.index,
@@ -118,7 +125,7 @@ def stage_stats(
                 window_s=window_s,
                 dispatched=len(sent),
                 completed=len(ended),
-                failed=sum(1 for r in sent if r.end_ns and not r.ok),
+                failed=sum(1 for r in sent if r.end_ns and not judged[id(r)].ok),
                 dispatched_rps=len(sent) / window_s,
                 completed_rps=len(ended) / window_s,
                 median_ttft_ms=_triple([m.ttft_ms for m in metrics if m.ttft_ms is not None])[1],

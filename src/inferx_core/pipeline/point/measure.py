@@ -127,7 +127,9 @@ def _point_telemetry(
     return TelemetrySection.from_flat(fields)
 
 
-def _offered(drive: Drive, point: LoadPoint, load: LoadProfile, n_measured: int) -> dict[str, Any]:
+def _offered(
+    drive: Drive, point: LoadPoint, load: LoadProfile, n_measured: int, ignore_eos: bool = False
+) -> dict[str, Any]:
     result = drive.result
     stopped_by = "duration" if result.stopped_by_duration else "num_prompts"
     if drive.interrupted or drive.abort_reason:
@@ -145,8 +147,8 @@ def _offered(drive: Drive, point: LoadPoint, load: LoadProfile, n_measured: int)
         "per_worker": drive.per_worker(),
         "benchmark_start_time_unix": result.unix_s(result.window_start_ns),
         "benchmark_end_time_unix": result.unix_s(result.window_end_ns),
-        "turns": turn_stats(result.records),
-        "stages": stage_stats(result.records, result.stage_windows),
+        "turns": turn_stats(result.records, ignore_eos),  # a short reply fails, as in load
+        "stages": stage_stats(result.records, result.stage_windows, ignore_eos),
     }
 
 
@@ -333,7 +335,7 @@ def _measured(
     telemetry = _point_telemetry(recorder, plan.telemetry, drive.result, metrics)
     return Measured(
         metrics=metrics,
-        offered=_offered(drive, point, plan.load, requests.n_measured),
+        offered=_offered(drive, point, plan.load, requests.n_measured, plan.workload.ignore_eos),
         workload=_workload_fields(requests, plan.workload, plan.counter),
         slo=plan.slo.goodput_slos() if plan.slo else {},
         telemetry=telemetry,

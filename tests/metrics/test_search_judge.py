@@ -91,3 +91,30 @@ def test_a_server_that_died_during_the_run_is_not_judged() -> None:
     flaky = ok + dead[:5] + [_rec(40, 400)]  # a reset, then answers again
     v = judge_point("invalid", "error_rate: 5 of 16", flat, flaky, TARGET)
     assert v.score == math.inf
+
+
+def test_a_server_gone_before_the_probe_is_not_judged_though_nothing_was_sent() -> None:
+    """A connect refused is recorded unsent (send_ns 0, its end_ns the refusal): a server
+    that died between probes made the next level a fail ("nothing completed"); it is not
+    judged, as a server that stopped answering (verifier finding F9)."""
+    refused = []
+    for i in range(16):
+        rec = RequestRecord(request_id=i, prompt_tokens=8, max_tokens=16)
+        rec.error, rec.error_kind = "[Errno 111] Connection refused", "connection"
+        rec.end_ns = (2000 + i) * MS
+        refused.append(rec)
+    v = judge_point("failed", "no request completed successfully", {}, refused, TARGET)
+    assert v.score is None and "stopped answering" in (v.reason or "")
+    assert "Connection refused" in (v.reason or "")
+
+
+def test_a_rate_point_no_search_sized_is_uncertain_when_too_short_to_tell() -> None:
+    """A sweep or imported rate point has no run time asked of it: the judge asks what the
+    search would (for a 100 ms TTFT limit, 5 s), so 20 requests in 0.56 s at 34 req/s are
+    uncertain, not a clean pass (verifier finding F8: report --slo claimed r34 "found")."""
+    short = [_rec(i, i * 1000 / 34, dur_ms=20) for i in range(20)]
+    v = judge_point("ok", None, {}, short, TARGET, level=Level("rate", 34.0))
+    assert v.score is not None and v.score <= 1
+    assert v.note is not None and "shorter than the 5.0 s asked" in v.note
+    long = [_rec(i, i * 1000 / 34, dur_ms=20) for i in range(34 * 6)]
+    assert judge_point("ok", None, {}, long, TARGET, level=Level("rate", 34.0)).note is None

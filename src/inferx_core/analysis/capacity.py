@@ -154,7 +154,10 @@ def _probe(level: float, judged: Sequence[Measurement]) -> Probe:
     state: ProbeState = "pass" if (worst.score or 0.0) <= 1.0 else "fail"
     lo, hi = min(m.score or 0.0 for m in scored), worst.score or 0.0
     spread = (lo, hi) if len(scored) > 1 else None
-    return Probe(level, state, (worst,), worst.score, spread, binding=worst.binding)
+    notes = "; ".join(dict.fromkeys(m.note for m in scored if m.note))  # a run too short
+    return Probe(
+        level, state, (worst,), worst.score, spread, bool(notes), worst.binding, notes or None
+    )
 
 
 def _blocked(probes: list[Probe]) -> tuple[SearchOutcome | None, list[Probe]]:
@@ -189,6 +192,8 @@ def _outcome(probes: list[Probe], over: str) -> SearchOutcome:
     else:
         status = "found"
         reason = f"passes at {unit}{last_pass.level:g}, fails at {unit}{stop.level:g}"
+    if last_pass is not None and last_pass.uncertain:  # the claim says what it rests on
+        reason += f"; uncertain at {unit}{last_pass.level:g}: {last_pass.reason}"
     again = [p for p in probes if stop and p.state == "pass" and p.level > stop.level]
     if again:
         reason += "; passes again above it at " + ", ".join(f"{unit}{p.level:g}" for p in again)

@@ -49,6 +49,9 @@ class Measurement:
     reason: str | None = None  # why it could not be judged (score None)
     point_id: str | None = None
     note: str | None = None  # why its verdict is uncertain (a probe too short to tell)
+    # what the run reached (metrics.search_held.Reached as (name, value) pairs: hashable),
+    # written as the summary's probes[].reached so a "held" verdict can be checked
+    reached: tuple[tuple[str, float | int | None], ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
+from inferx_core.config.search import SearchConfig
 from inferx_core.config.slo import SloTarget
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.requests import RequestMetrics, judged_request
@@ -60,10 +61,15 @@ def _ignore_eos(flat: Mapping[str, object]) -> bool:
     return flat.get("ignore_eos") is True
 
 
+def _when(rec: RequestRecord) -> int:
+    return rec.send_ns or rec.end_ns
+
+
 def _server_gone(records: Sequence[RequestRecord]) -> str | None:
     """Why the run says nothing about load: from its first refused or reset connection
     on, nothing succeeded (the server went away during the run or before it)."""
-    ordered = sorted((r for r in records if r.send_ns), key=lambda r: r.send_ns)
+    # a connect refused never sent (send_ns 0): its time is when it failed (end_ns)
+    ordered = sorted((r for r in records if r.send_ns or r.end_ns), key=_when)
     first = next((i for i, r in enumerate(ordered) if r.error_kind == "connection"), None)
     if first is None or any(r.ok for r in ordered[first:]):
         return None  # a reset now and then is the server's answer to the load
@@ -90,6 +96,22 @@ def _open_loop(verdict: Measurement, got: Reached | None, level: Level) -> Measu
     return verdict
 
 
+def _with_min_seconds(level: Level | None, target: SloTarget) -> Level | None:
+    """A rate level without the run time it needs (a sweep point, an import: no search
+    sized it) gets the one the search would have asked for ``target``, so every judge
+    marks a run too short to tell as uncertain (a 0.9 s run at 34 req/s never builds the
+    queue a 20 s one does)."""
+    if level is None or level.over != "rate" or level.min_seconds is not None:
+        return level
+    if not math.isfinite(level.value) or level.value <= 0:
+        return level
+    try:
+        seconds = SearchConfig(over="rate", slo=target).probe_seconds(level.value)
+    except ValueError:  # a target the search cannot hold (no latency limit to size it by)
+        return level
+    return dataclasses.replace(level, min_seconds=seconds)
+
+
 def judge_point(
     status: str,
     failure_reason: str | None,
@@ -106,11 +128,14 @@ def judge_point(
     if measured is not None and status != "ok" and (gone := _server_gone(measured)):
         return Measurement(None, reason=gone, point_id=point_id)
     ignore_eos = _ignore_eos(flat)
+    level = _with_min_seconds(level, target)
     requests = None if measured is None else judged_requests(measured, ignore_eos)
     verdict = judge_run(status, failure_reason, flat, requests, target, point_id)
     if verdict.score is None or not measured or level is None:
         return verdict  # no records (an import, a file without its sidecar): no level to read
     got = reached(measured)
+    seen = got.pairs() if got is not None else None
     if verdict.score <= 1 and (why := not_held(got, level.over, level.value)):
-        return Measurement(None, reason=why, point_id=point_id)
-    return _open_loop(verdict, got, level) if level.over == "rate" else verdict
+        return Measurement(None, reason=why, point_id=point_id, reached=seen)
+    judged = _open_loop(verdict, got, level) if level.over == "rate" else verdict
+    return dataclasses.replace(judged, reached=seen)

@@ -50,6 +50,8 @@ class ProbeEvidence(_Model):
     binding: str | None
     point_id: str | None
     reason: str | None = None
+    # per judged run, what it reached (peak/mean in flight, achieved and drawn rate, backlog)
+    reached: list[dict[str, float | int | None]] | None = None
 
     @classmethod
     def of(cls, probe: Probe) -> ProbeEvidence:
@@ -63,6 +65,7 @@ class ProbeEvidence(_Model):
             binding=probe.binding,
             point_id=probe.point_id,
             reason=probe.reason,
+            reached=[dict(r.reached) for r in probe.runs if r.reached is not None] or None,
         )
 
 

@@ -285,14 +285,17 @@ def _config_file_data(args: argparse.Namespace) -> dict[str, Any]:
 _OPEN_LOOP_ONLY = ("arrival", "burstiness", "ramp", "ramp_start_rps", "max_concurrency")
 
 
-def _refuse_unused(args: argparse.Namespace, load: dict[str, Any], workload: dict) -> None:
+def _refuse_unused(
+    args: argparse.Namespace, load: dict[str, Any], workload: dict, rate_search: bool = False
+) -> None:
     """Open-loop flags without an open loop would be ignored: say so instead. A trace is an
     open loop of its own: ``--max-concurrency`` caps its requests in flight (docs/workloads.md),
-    as ``load.max_concurrency`` does in a config."""
+    as ``load.max_concurrency`` does in a config; so is a rate search (``--search rate``),
+    whose probes take ``--arrival`` and the rest as a config's ``load:`` gives them."""
     from inferx_core.errors import UserFacingError
 
     trace = workload.get("trace") is not None or workload.get("kind") == "trace"
-    if load.get("request_rate") is None:
+    if load.get("request_rate") is None and not rate_search:
         given = [
             f"--{d.replace('_', '-')}"
             for d in _OPEN_LOOP_ONLY
@@ -321,7 +324,8 @@ def _apply_flags(args: argparse.Namespace, data: dict[str, Any]) -> None:
     if args.request_rate is not None:
         load["request_rate"], load["concurrency"] = args.request_rate, None
     _copy_given(args, _LOAD_FLAGS, load)
-    _refuse_unused(args, load, workload)
+    search = data.get("search") or {}
+    _refuse_unused(args, load, workload, args.search == "rate" or search.get("over") == "rate")
     if search_flags(args, data):
         return  # --slo is the search's constraint
     if args.slo:

@@ -109,3 +109,38 @@ def test_the_per_turn_figures_count_a_short_reply_as_the_point_does() -> None:
     # without ignore_eos a stop is the model's own end: both complete, everywhere alike
     [row] = turn_stats(records) or []
     assert row.completed == summarize(records, window_start_ns=0, window_end_ns=10**9)["completed"]
+
+
+def test_the_parquet_export_and_compare_count_a_shed_reply_as_the_point_does(
+    tmp_path: Path,
+) -> None:
+    """Leftover of F1's class: ``requests.parquet`` and ``inferx compare``'s per-request
+    CI decided success on their own (the transport's ``ok``), so a shed one-token reply
+    was an ok row with a TTFT of a few ms."""
+    import pyarrow.parquet as pq
+
+    from inferx_core.analysis.compare import load_side
+
+    out = tmp_path / "out"
+    with ServerProcess(ttft_ms=5, itl_ms=10, max_concurrent=2, overload="shed") as server:
+        _bench(server.base_url, out)
+    [path] = out.glob("*.json")
+    flat: dict[str, Any] = json.loads(path.read_text())
+    load = flat["load"]
+    assert load["failed_by_kind"].get("short_reply", 0) >= 8, load  # 8 in flight, 2 slots
+    exported = tmp_path / "tables"
+    assert main(["export", str(out), "--format", "parquet", "--output", str(exported)]) == 0
+    rows = [r for r in pq.read_table(exported / "requests.parquet").to_pylist() if not r["warmup"]]
+    ok = [r for r in rows if r["ok"]]
+    assert len(ok) == load["completed"]
+    kinds = [r["failure_kind"] for r in rows if not r["ok"]]
+    assert kinds.count("short_reply") == load["failed_by_kind"]["short_reply"] == len(kinds)
+    assert all(r["ttft_ms"] is None and r["output_tokens"] is None for r in rows if not r["ok"])
+    assert statistics.median(r["ttft_ms"] for r in ok) == pytest.approx(
+        flat["latency"]["ttft_ms"]["median"]
+    )
+    # compare's median CI reads the written sidecar: only the completed replies are samples
+    side = load_side("a", [out])
+    [point_id] = [r["point_id"] for r in side.rows]
+    samples = side.samples(point_id) or {}
+    assert sorted(samples["ttft"]) == pytest.approx(sorted(r["ttft_ms"] for r in ok))

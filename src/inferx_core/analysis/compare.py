@@ -105,15 +105,17 @@ def _num(v: Any) -> float | None:
     return float(v) if math.isfinite(v) else None
 
 
-def _per_request_samples(path: Path) -> dict[str, list[float]]:
-    from inferx_core.metrics.summarize import request_metrics
+def _per_request_samples(path: Path, ignore_eos: bool) -> dict[str, list[float]]:
+    """The successful requests' latencies, judged as the point's summary judges them: a
+    reply cut short of what was asked (``ignore_eos``) is failed and has none."""
+    from inferx_core.metrics.requests import judged_request
 
     out: dict[str, list[float]] = {"ttft": [], "tpot": [], "e2el": []}
     for rec in records_from_jsonl(path):
         if rec.warmup:
             continue
         try:
-            m = request_metrics(rec)
+            m = judged_request(rec, ignore_eos)
         except (TypeError, ValueError, IndexError):
             continue
         if not m.ok:
@@ -147,7 +149,9 @@ class SideData:
         if point_id not in self._samples:
             path = self.loaded.paths.get(point_id)
             sidecar = requests_sidecar(path) if path else None
-            self._samples[point_id] = _per_request_samples(sidecar) if sidecar else {}
+            res = self.result(point_id)
+            eos = res is not None and res.workload is not None and res.workload.ignore_eos is True
+            self._samples[point_id] = _per_request_samples(sidecar, eos) if sidecar else {}
         return self._samples[point_id] or None
 
 

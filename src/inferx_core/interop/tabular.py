@@ -23,7 +23,7 @@ from typing import Any
 from inferx_core.config.secrets import scrub
 from inferx_core.errors import UserFacingError
 from inferx_core.load.records.request import RequestRecord
-from inferx_core.metrics.requests import request_metrics
+from inferx_core.metrics.requests import failure_kind, judged_request
 from inferx_core.results.model import PointResultBase
 
 CSV_NAME = "points.csv"
@@ -59,13 +59,16 @@ def _point_row(result: PointResultBase) -> dict[str, Any]:
     return row
 
 
-def _request_row(point_id: str, rec: RequestRecord) -> dict[str, Any]:
-    """The raw record and its per-request metrics, by the result's own definitions."""
-    m = request_metrics(rec)
+def _request_row(point_id: str, rec: RequestRecord, ignore_eos: bool) -> dict[str, Any]:
+    """The raw record and its per-request metrics, by the result's own definitions: a
+    reply cut short of what was asked is failed (``failure_kind`` short_reply), as the
+    point's summary counts it (metrics.requests.judged_request)."""
+    m = judged_request(rec, ignore_eos)
     return {
         "point_id": point_id,
         **rec.to_json(),
         "ok": m.ok,
+        "failure_kind": failure_kind(rec, ignore_eos),
         "output_tokens": m.output_tokens if m.ok else None,
         "ttft_ms": m.ttft_ms,
         "e2el_ms": m.e2el_ms,
@@ -112,7 +115,10 @@ def write_parquet(
     """``points.parquet`` and ``requests.parquet`` (the latter only with records)."""
     output.mkdir(parents=True, exist_ok=True)
     paths = [_write_table([_point_row(r) for r in results], output / POINTS_PARQUET)]
-    rows = [_request_row(pid, rec) for pid, recs in records.items() for rec in recs]
+    eos = {r.point_id: r.workload is not None and r.workload.ignore_eos is True for r in results}
+    rows = [
+        _request_row(pid, rec, eos.get(pid, False)) for pid, recs in records.items() for rec in recs
+    ]
     if rows:
         paths.append(_write_table(rows, output / REQUESTS_PARQUET))
     return paths

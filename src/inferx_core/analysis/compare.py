@@ -106,8 +106,6 @@ def _num(v: Any) -> float | None:
 
 
 def _per_request_samples(path: Path, ignore_eos: bool) -> dict[str, list[float]]:
-    """The successful requests' latencies, judged as the point's summary judges them: a
-    reply cut short of what was asked (``ignore_eos``) is failed and has none."""
     from inferx_core.metrics.requests import judged_request
 
     out: dict[str, list[float]] = {"ttft": [], "tpot": [], "e2el": []}
@@ -115,7 +113,7 @@ def _per_request_samples(path: Path, ignore_eos: bool) -> dict[str, list[float]]
         if rec.warmup:
             continue
         try:
-            m = judged_request(rec, ignore_eos)
+            m = judged_request(rec, ignore_eos)  # as the point's summary: a short reply fails
         except (TypeError, ValueError, IndexError):
             continue
         if not m.ok:
@@ -149,8 +147,7 @@ class SideData:
         if point_id not in self._samples:
             path = self.loaded.paths.get(point_id)
             sidecar = requests_sidecar(path) if path else None
-            res = self.result(point_id)
-            eos = res is not None and res.workload is not None and res.workload.ignore_eos is True
+            eos = getattr(getattr(self.result(point_id), "workload", None), "ignore_eos", 0) is True
             self._samples[point_id] = _per_request_samples(sidecar, eos) if sidecar else {}
         return self._samples[point_id] or None
 

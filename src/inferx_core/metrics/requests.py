@@ -63,24 +63,29 @@ def _input_tokens(rec: RequestRecord) -> int:
     return max(int(rec.prompt_tokens), 0)
 
 
+def _failed(request_id: int, input_tokens: int, source: OutputTokenSource) -> RequestMetrics:
+    """A failed request's metrics: its prompt counted, no output and no latency."""
+    return RequestMetrics(
+        request_id=request_id,
+        ok=False,
+        input_tokens=input_tokens,
+        output_tokens=0,
+        output_token_source=source,
+        ttft_ms=None,
+        e2el_ms=None,
+        tpot_ms=None,
+        interactivity=None,
+        itl_ms=(),
+        itl_per_token_ms=None,
+        max_itl_ms=None,
+    )
+
+
 def request_metrics(rec: RequestRecord) -> RequestMetrics:
     """Derive TTFT, E2EL, TPOT, ITL and interactivity of one request."""
     out_tokens, source = _output_tokens(rec)
     if not rec.ok:
-        return RequestMetrics(
-            request_id=rec.request_id,
-            ok=False,
-            input_tokens=_input_tokens(rec),
-            output_tokens=0,
-            output_token_source=source,
-            ttft_ms=None,
-            e2el_ms=None,
-            tpot_ms=None,
-            interactivity=None,
-            itl_ms=(),
-            itl_per_token_ms=None,
-            max_itl_ms=None,
-        )
+        return _failed(rec.request_id, _input_tokens(rec), source)
     chunks = rec.chunk_ns
     ttft_ns = chunks[0] - rec.send_ns
     e2el_ns = chunks[-1] - rec.send_ns
@@ -142,20 +147,7 @@ def judged_request(rec: RequestRecord, ignore_eos: bool) -> RequestMetrics:
     verdict agree on it (docs/metrics.md: "Failed requests are never good")."""
     m = request_metrics(rec)
     if m.ok and short_reply(rec, ignore_eos):
-        return RequestMetrics(
-            request_id=m.request_id,
-            ok=False,
-            input_tokens=m.input_tokens,
-            output_tokens=0,
-            output_token_source=m.output_token_source,
-            ttft_ms=None,
-            e2el_ms=None,
-            tpot_ms=None,
-            interactivity=None,
-            itl_ms=(),
-            itl_per_token_ms=None,
-            max_itl_ms=None,
-        )
+        return _failed(m.request_id, m.input_tokens, m.output_token_source)
     return m
 
 

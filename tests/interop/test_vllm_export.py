@@ -28,6 +28,8 @@ from inferx_core.testing import ServerProcess
 MS = 1_000_000
 #: vLLM's keys with --percentile-metrics ttft,tpot,itl,e2el (no --save-detailed).
 SETUP = ["date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts"]
+# a random workload's flags, where vLLM's --metadata puts them (after num_prompts)
+METADATA = ["random_input_len", "random_output_len", "random_range_ratio", "ignore_eos"]
 TRAFFIC = ["request_rate", "burstiness", "max_concurrency"]
 TOTALS = [
     "duration", "completed", "failed", "total_input_tokens", "total_output_tokens",
@@ -68,7 +70,7 @@ def test_bench_export_has_exactly_vllms_fields(bench_dir: Path) -> None:
     [path] = (bench_dir / "export").glob("*-c2.json")
     data = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(c))
     percentiles = ["p50", "p99"]
-    expected = SETUP + TRAFFIC + TOTALS
+    expected = SETUP + METADATA + TRAFFIC + TOTALS
     for metric in ("ttft", "tpot", "itl", "e2el", "client_queue_time"):
         expected += stat_keys(metric, percentiles)
     assert list(data) == [*expected, *WINDOW, "inferx"]

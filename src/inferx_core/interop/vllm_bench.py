@@ -31,6 +31,14 @@ InferX keeps no text, so the key is there and says so instead of inventing one.
 The keys come in vLLM's order (its setup, its benchmark result, the ramp's
 events, the speculative keys, then the statistics).
 
+vLLM's file keeps none of its dataset flags; a script passes them as ``--metadata
+random_output_len=N`` (what ``inferx audit`` reads to judge the reply lengths). For
+a random workload the export writes them so: ``random_input_len`` and
+``random_output_len`` (the workload's isl and osl), ``random_range_ratio`` (null
+unless the lengths were drawn with vLLM's semantics: InferX's default draws from
+``[floor(r*L), L]``, not vLLM's ``[L(1-r), L(1+r)]``), and ``ignore_eos``; for any
+other workload they are absent, and ``inferx.notes`` says why.
+
 The equivalent vLLM command has ``--percentile-metrics ttft,tpot,itl,e2el``
 (plus ``client_queue_time,e2el_including_client_queue`` when a concurrency cap
 is set) and ``--metric-percentiles`` set to the point's percentiles. The two
@@ -257,7 +265,8 @@ def _setup(result: PointResultBase, metadata: Mapping[str, str]) -> dict[str, An
         "tokenizer_id": str(tokenizer) if tokenizer else prov.model_id,
         "num_prompts": load.num_prompts_planned or load.num_prompts,
     }
-    setup.update(metadata)
+    setup.update(workload_keys(result)[0])
+    setup.update(metadata)  # the user's --metadata wins, as vLLM applies its own last
     rate = ident.request_rate
     setup["request_rate"] = "inf" if rate is None or math.isinf(rate) else rate
     # vLLM's arrivals are gamma with shape = burstiness (1: Poisson); evenly
@@ -271,6 +280,36 @@ def _setup(result: PointResultBase, metadata: Mapping[str, str]) -> dict[str, An
         setup["ramp_up_start_rps"] = load_cfg.get("ramp_start_rps")
         setup["ramp_up_end_rps"] = rate
     return setup
+
+
+def workload_keys(result: PointResultBase) -> tuple[dict[str, Any], str | None]:
+    """vLLM's random-dataset flags as ``--metadata`` carries them, and why any is
+    absent or null (see the module doc): without them the audit cannot judge the
+    reply lengths of InferX's own export."""
+    workload = result.workload
+    spec = workload.spec if workload is not None else {}
+    kind = spec.get("kind")
+    if workload is None or kind != "random":
+        return {}, (
+            f"random_input_len/random_output_len: absent: the workload is {kind or 'unknown'}, "
+            "not a random one (its lengths are the prompts')"
+        )
+    keys: dict[str, Any] = {
+        "random_input_len": spec.get("isl"),
+        "random_output_len": spec.get("osl"),
+    }
+    semantics = workload.range_semantics or spec.get("semantics")
+    ratio = spec.get("range_ratio")
+    keys["random_range_ratio"] = (
+        ratio if semantics == "vllm" else 0.0 if semantics == "fixed" else None
+    )
+    keys["ignore_eos"] = workload.ignore_eos
+    if keys["random_range_ratio"] is None:
+        return keys, (
+            f"random_range_ratio: null: the lengths were drawn with {semantics} semantics "
+            f"(range_ratio {ratio}), which vLLM's --random-range-ratio does not express"
+        )
+    return keys, None
 
 
 def vllm_bench_result(
@@ -380,6 +419,9 @@ def _inferx_facts(
     result: PointResultBase, outputs: Sequence[VllmOutput], detailed: bool
 ) -> dict[str, Any]:
     notes = []
+    why_workload = workload_keys(result)[1]
+    if why_workload is not None:
+        notes.append(why_workload)
     if detailed:
         notes.append("generated_texts: null: InferX does not keep the generated text")
     if any(o.client_queue_time is None for o in outputs):

@@ -11,7 +11,6 @@ from inferx_core.analysis.cost import (
     CostOptions,
     cost_fields,
     gpu_type_from_name,
-    parse_per_type,
     resolve_gpu_type,
 )
 from inferx_core.results.model import parse_result
@@ -147,17 +146,7 @@ def test_unknown_gpu_count_uses_num_gpus_and_says_so() -> None:
     assert own["num_gpus"] == 4 and own["tput_per_gpu"] == 1000.0
 
 
-def test_parse_per_type_and_option_validation() -> None:
-    assert parse_per_type(["2.5", "h200=3", "MI300X=1.1"], "x") == {
-        "*": 2.5,
-        "H200": 3.0,
-        "MI300X": 1.1,
-    }
-    assert parse_per_type(None, "x") is None
-    with pytest.raises(ValueError, match="NUMBER"):
-        parse_per_type(["H200=cheap"], "--usd-per-gpu-hour")
-    with pytest.raises(ValueError, match="> 0"):
-        parse_per_type(["-1"], "--usd-per-gpu-hour")
+def test_option_validation() -> None:
     with pytest.raises(ValueError, match="tier"):
         CostOptions(tier="spot")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="num_gpus"):

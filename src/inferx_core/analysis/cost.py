@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -136,6 +136,16 @@ class CostOptions:
             for key, value in (table or {}).items():
                 if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                     raise ValueError(f"{label} for {key!r} must be a number > 0, got {value!r}")
+        # keys in the table's spelling ("h200" -> "H200"), so the same type given twice
+        # ("h200=2", "H200=3") is one entry, the last one winning, for every caller
+        for name in ("usd_per_gpu_hour", "kw_per_gpu"):
+            table = getattr(self, name)
+            if table:
+                object.__setattr__(self, name, _by_type(table))
+
+
+def _by_type(table: Mapping[str, float]) -> dict[str, float]:
+    return {"*" if k == "*" else normalize_gpu_type(k): v for k, v in table.items()}
 
 
 def _lookup(table: Mapping[str, float] | None, gpu_type: str | None) -> float | None:
@@ -316,21 +326,3 @@ def cost_fields(result: PointResultBase, options: CostOptions | None = None) -> 
         "output_tok_s_per_mw_measured": mw_output,
         "measured_power_basis": mw_src,
     }
-
-
-def parse_per_type(values: Iterable[str] | None, what: str) -> dict[str, float] | None:
-    """CLI values "2.5" (every GPU type) or "H200=2.5" (one type) -> {"*": 2.5, "H200": 2.5}."""
-    if not values:
-        return None
-    out: dict[str, float] = {}
-    for item in values:
-        key, sep, value = item.rpartition("=")
-        key = key.strip() if sep else "*"
-        try:
-            number = float(value)
-        except ValueError:
-            raise ValueError(f"{what}: {item!r} is not NUMBER or TYPE=NUMBER") from None
-        if not math.isfinite(number) or number <= 0:
-            raise ValueError(f"{what}: {item!r} must be > 0")
-        out["*" if key == "*" else normalize_gpu_type(key)] = number
-    return out

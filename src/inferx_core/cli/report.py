@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -156,16 +157,35 @@ def _slos(args: argparse.Namespace) -> list[SloTarget]:
         raise UserFacingError(f"--slo {where}: {first['msg']}") from None
 
 
+def per_type(values: list[str] | None, what: str) -> dict[str, float] | None:
+    """``--usd-per-gpu-hour``/``--kw-per-gpu`` values "2.5" (every GPU type) or "H200=2.5"
+    (one type) -> {"*": 2.5, "H200": 2.5}: parsed here, with the other flags, so the
+    report below is handed options and never parses a flag (CostOptions spells the types)."""
+    if not values:
+        return None
+    out: dict[str, float] = {}
+    for item in values:
+        key, sep, value = item.rpartition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"{what}: {item!r} is not NUMBER or TYPE=NUMBER") from None
+        if not math.isfinite(number) or number <= 0:
+            raise ValueError(f"{what}: {item!r} must be > 0")
+        out[key.strip() if sep else "*"] = number
+    return out
+
+
 def cost_options(args: argparse.Namespace) -> CostOptions:
-    from inferx_core.analysis.cost import CostOptions, parse_per_type
+    from inferx_core.analysis.cost import CostOptions
     from inferx_core.errors import UserFacingError
 
     try:
         return CostOptions(
             gpu_type=args.gpu_type,
             tier=args.tier,
-            usd_per_gpu_hour=parse_per_type(args.usd_per_gpu_hour, "--usd-per-gpu-hour"),
-            kw_per_gpu=parse_per_type(args.kw_per_gpu, "--kw-per-gpu"),
+            usd_per_gpu_hour=per_type(args.usd_per_gpu_hour, "--usd-per-gpu-hour"),
+            kw_per_gpu=per_type(args.kw_per_gpu, "--kw-per-gpu"),
             num_gpus=args.num_gpus,
             include_invalid=getattr(args, "include_invalid", False),
         )

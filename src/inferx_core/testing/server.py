@@ -63,8 +63,12 @@ class ServerProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # a TCP transport here
         self.server.connections += 1
+        self.server.open_connections.add(self)
+        if self.server.dead:  # accepted as the listener closed: a dead server resets it
+            self.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.server.open_connections.discard(self)
         self.closed = True
         if self.stream is not None:
             self.stream.cancel()
@@ -285,6 +289,7 @@ class SSETestServer:
         self.peak_active = 0  # the most generations that ran at once
         self.generations = 0  # generation requests received (die_after, drift_ms)
         self.dead = False
+        self.open_connections: set[ServerProtocol] = set()  # reset when the server dies
         self._active = 0
         self._waiting: collections.deque[ScriptedStream] = collections.deque()
         self._ids = 0
@@ -308,14 +313,25 @@ class SSETestServer:
 
     def dying(self) -> bool:
         """Count one generation request; True once ``die_after`` is passed: the server
-        then closes its listener and answers nothing more (its connections are dropped)."""
+        then closes its listener and resets every connection it had accepted, as a dead
+        process's are (verifier F9: an idle or half-read one left open made a client
+        wait out its 300 s first-token timeout)."""
         self.generations += 1
         limit = self.knobs.die_after
         if limit is not None and self.generations > limit and not self.dead:
             self.dead = True
-            if self._server is not None:
-                self._server.close()
+            for proto in list(self.open_connections):
+                proto.abort()
+            # Close the listener two loop turns later: a connection accepted this turn
+            # gets its transport next turn, and asyncio (3.11) leaks its socket, never
+            # reset, if the listener is closed first; connection_made resets it instead.
+            loop = asyncio.get_running_loop()
+            loop.call_soon(loop.call_soon, self._close_listener)
         return self.dead
+
+    def _close_listener(self) -> None:
+        if self._server is not None:
+            self._server.close()
 
     def admit(self, stream: ScriptedStream) -> None:
         """Start ``stream`` now, or queue it while ``max_concurrent`` generations run."""

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from scripted_search import OPEN_VALIDITY, SERVER, SLO_FLAG, TTFT_LIMIT_MS
 
+from inferx_core.analysis.buyer import search_rows
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.cli.app import main
 from inferx_core.config.slo import SloTarget
 from inferx_core.report import write_report
-from inferx_core.report.search import search_rows
 from inferx_core.results.read import load_results
 from inferx_core.testing import ServerProcess
 

@@ -26,15 +26,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from inferx_core.analysis.buyer import search_rows
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.analysis.points import build_rows
 from inferx_core.config.points import slug
 from inferx_core.config.slo import SloTarget
+from inferx_core.metrics.search_model import SearchSummary
 from inferx_core.report import html as html_page
 from inferx_core.report.accuracy import accuracy_rows, add_accuracy, write_accuracy_csv
-from inferx_core.report.search import search_rows
 from inferx_core.report.table import write_csv
 from inferx_core.results.read import LoadedResults, load_results, read_jsonl, telemetry_sidecar
 from inferx_core.results.search_files import load_search_summaries
@@ -193,7 +194,17 @@ def _fresh_timelines(
     return _timelines(rows, loaded, folder)
 
 
-def _load_or_fail(paths: Sequence[Path | str]) -> LoadedResults:
+class _Read(NamedTuple):
+    """Everything the report reads under its folders, read once before anything is built:
+    the results and the search summaries (with the summary files that could not be read,
+    as warnings)."""
+
+    loaded: LoadedResults
+    summaries: list[SearchSummary]
+    unread: list[str]
+
+
+def _read_or_fail(paths: Sequence[Path | str]) -> _Read:
     loaded = load_results(paths)
     if not loaded.results:
         from inferx_core.errors import UserFacingError
@@ -202,17 +213,8 @@ def _load_or_fail(paths: Sequence[Path | str]) -> LoadedResults:
             f"no InferX result under {', '.join(map(str, paths))} "
             "(looked for *.json files with schema_version and point_id)"
         )
-    return loaded
-
-
-def _searched(paths, loaded, options, slos, rows):
-    """The buyer's table (each point's cost read from its row: computed once) and the
-    search summaries that could not be read, as warnings."""
     summaries, unread = load_search_summaries(paths)
-    searched = search_rows(
-        summaries, loaded.results, options, paths=loaded.paths, slos=slos, point_rows=rows
-    )
-    return searched, [f"{path}: {why}" for path, why in unread]
+    return _Read(loaded, summaries, [f"{path}: {why}" for path, why in unread])
 
 
 def write_report(
@@ -225,13 +227,12 @@ def write_report(
     timelines: bool = True,
     slos: Sequence[SloTarget] = (),
 ) -> ReportFiles:
-    """Read the results under ``paths`` and write the report into ``output``.
-
-    Raises UserFacingError when there is no result (nothing is written then).
-    """
+    """Read the results under ``paths`` and write the report into ``output``; a
+    UserFacingError when there is no result (nothing is written then)."""
     output = Path(output)
     options = options or CostOptions()
-    loaded = _load_or_fail(paths)
+    # read all first; each step then hands its result down (the rows' costs, computed once)
+    loaded, summaries, unread = _read_or_fail(paths)
     rows = build_rows(loaded.results, options, loaded.paths)
     add_accuracy(rows, loaded.results)
     output.mkdir(parents=True, exist_ok=True)
@@ -239,7 +240,9 @@ def write_report(
     accuracy = accuracy_rows(rows, loaded.results)
     accuracy_csv = write_accuracy_csv(accuracy, output / ACCURACY_CSV_NAME) if accuracy else None
     notes, warnings = report_notes(rows, loaded)
-    searched, unread = _searched(paths, loaded, options, slos, rows)
+    searched = search_rows(
+        summaries, loaded.results, options, paths=loaded.paths, slos=slos, point_rows=rows
+    )
     warnings += unread
     figures: list[html_page.Figure] = []
     timeline_figs: list[html_page.Figure] = []

@@ -76,7 +76,7 @@ class PageContent:
     warnings: list[str] = field(default_factory=list)
     csv_name: str | None = None
     accuracy: Sequence[Mapping[str, Any]] = ()  # report.accuracy.accuracy_rows
-    search: Sequence[Mapping[str, Any]] = ()  # report.search.search_rows: the buyer's table
+    search: Sequence[Mapping[str, Any]] = ()  # analysis.buyer.search_rows: the buyer's table
 
 
 def _img(fig: Figure) -> str:

@@ -173,10 +173,10 @@ def plan_deployment(
     """
     if cfg.deployment is None:
         raise ValueError("plan_deployment needs a configuration with a deployment")
-    if launcher is None:
-        launcher = launcher_named(pm, cfg.launcher)[1].factory()
     hosts = hosts or one_machine(cfg.deployment)
     launches = role_launches(pm, cfg.server(), cfg.deployment, platform, hosts)
+    if launcher is None:  # picked once the processes are planned: it starts each of them
+        launcher = launcher_named(pm, cfg.launcher)[1].factory()
     if node_of is not None:
         launches = _on_nodes(launches, node_of)
     run_dir = Path(output_dir or cfg.output_dir) / "servers" / server_id(cfg)

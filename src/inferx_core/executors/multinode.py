@@ -180,9 +180,12 @@ def place(
             f"{len(hosts)}: {', '.join(hosts[:8]) or 'none'}{' ...' if len(hosts) > 8 else ''}"
         )
     book = book or HostBook(base)
+    # the deployment's groups read once, before any port or GPU is booked, and handed down
+    engines = deployment.engine_groups()
+    router = deployment.group("router") if deployment.has("router") else None
     placements: list[Placement] = []
     cursor = 0
-    for group in deployment.engine_groups():
+    for group in engines:
         wanted = _port(deployment, base, group)
         per_node = gpus_per_node(group, base)
         for replica in range(group.replicas):
@@ -198,13 +201,12 @@ def place(
                 placements.append(
                     Placement(group, replica, rank, host, head, node_port, gpus, None, dist)
                 )
-    if deployment.has("router"):
-        group = deployment.group("router")
-        port = book.port(hosts[0], _port(deployment, base, group), "the router (its --port)")
+    if router is not None:
+        port = book.port(hosts[0], _port(deployment, base, router), "the router (its --port)")
         # The router's Prometheus exporter gets a port of its own: left to its default
         # (sglang-router: 0.0.0.0:29000) a second router on the node fails to start.
         metrics = book.port(hosts[0], port + 1, "the router's metrics exporter")
-        placements.append(Placement(group, 0, 0, hosts[0], hosts[0], port, (), metrics))
+        placements.append(Placement(router, 0, 0, hosts[0], hosts[0], port, (), metrics))
     return placements
 
 

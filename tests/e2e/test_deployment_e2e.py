@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 import psutil
 import pytest
 import yaml
+from free_ports import free_base_port
 
 from inferx_core.demo.run import SERVED_NAME, demo_config
 from inferx_core.launch.process import LOG_NAME
@@ -46,16 +46,6 @@ def router_command() -> list[str]:
             pytest.fail(message)
         pytest.skip(message)
     return [sys.executable, "-m", "sglang_router.launch_router"]
-
-
-def free_base_port(span: int = 4) -> int:
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port + span < 65535:
-            return port
-    raise RuntimeError("no free port")
 
 
 def deployment_yaml(root: Path, engine_python: Path) -> Path:
@@ -80,7 +70,7 @@ def deployment_yaml(root: Path, engine_python: Path) -> Path:
     }
     config["deployment"] = {
         "kind": "wide_ep",
-        "port": free_base_port(),
+        "port": free_base_port(4),
         "roles": [{"role": "both", "replicas": REPLICAS}, {"role": "router"}],
     }
     path = root / "deployment.yaml"

@@ -16,6 +16,7 @@ from typing import Any
 
 import fake_engine
 import pytest
+from free_ports import free_base_port
 
 from inferx_core import LaunchSpec, hookimpl
 from inferx_core.config.models import RunConfig, ServerConfig
@@ -106,16 +107,6 @@ def pm() -> Any:
     )
 
 
-def free_base_port(span: int = 4) -> int:
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port + span < 65535:
-            return port
-    raise RuntimeError("no port")
-
-
 def config(tmp_path: Path, **opts: Any) -> RunConfig:
     return RunConfig.model_validate(
         {
@@ -126,7 +117,7 @@ def config(tmp_path: Path, **opts: Any) -> RunConfig:
             "stop_grace_s": 5,
             "deployment": {
                 "kind": "disaggregated",
-                "port": free_base_port(),
+                "port": free_base_port(4),
                 "roles": [
                     {"role": "prefill", "replicas": 2},
                     {"role": "decode"},

@@ -19,8 +19,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import random
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +27,7 @@ from typing import Any
 
 import psutil
 import pytest
+from free_ports import free_base_port
 
 from inferx_core.results.files import read_result
 
@@ -68,30 +67,8 @@ def env(slurm_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     return environ
 
 
-def _bindable(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_base_port(span: int = SPAN) -> int:
-    """A base port whose ``span`` ports are all free now (router, both-0, both-1, router
-    metrics). Below the kernel's ephemeral range, so no outgoing connection of this busy
-    machine takes one between here and the bind; each port checked, not just the first."""
-    low, _ = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-    top = max(low, 10000 + 2 * span) - span
-    for _ in range(200):
-        port = random.randrange(10000, top)
-        if all(_bindable(p) for p in range(port, port + span)):
-            return port
-    raise RuntimeError("no free port")
-
-
 def write_config(path: Path, **options: Any) -> tuple[Path, int]:
-    port = free_base_port()
+    port = free_base_port(SPAN)
     # sglang-router's Prometheus exporter listens on 0.0.0.0:29000 by default, one port for
     # the whole machine: a router of any other run here (another test, e2e) makes this one
     # panic at start ("Address already in use"). Its own port, on 127.0.0.1.

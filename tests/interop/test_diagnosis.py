@@ -31,7 +31,7 @@ def test_every_rule_names_checks_that_exist() -> None:
     prefixes = {"sample_size.", "client_", "guidellm_warning."}  # families of checks
     known = set(VERDICT_CHECKS) | OWN_RUN_CHECKS | prefixes
     for rule in RULES:
-        assert set(rule.checks) <= known, rule.key
+        assert set(rule.checks) | set(rule.unless) <= known, rule.key
         assert rule.checks or rule.extra is not None, rule.key
 
 
@@ -95,3 +95,44 @@ def test_compare_shows_the_verdict_of_an_imported_point(tmp_path: Path, capsys) 
     assert basis.startswith("point not ok in B: invalid (") and "first_chunk_without_token" in basis
     assert main(["compare", str(a), str(b), "--match", "load"]) == 0
     assert "invalid (B)" in capsys.readouterr().out
+
+
+def _with_rate_checks(tmp_path: Path, lateness_passed: bool) -> Path:
+    """InferX's own c2 result, written back with an open loop's two rate checks: the
+    achieved rate missed, the client's dispatch late or on time."""
+    result = json.loads((FIXTURES / "inferx" / "test-model-chat-isl32-osl16-c2.json").read_text())
+    late = 3.0 if lateness_passed else 480.0
+    result["validity"]["checks"] += [
+        {"name": "achieved_rate", "value": 0.6, "limit": 0.9, "passed": False,
+         "severity": "invalidates", "why": "sent 1.2 req/s of the 2.0 its schedule asked for"},
+        {"name": "dispatch_lateness", "value": late, "limit": 25.0, "passed": lateness_passed,
+         "severity": "invalidates", "why": f"p99 of send minus scheduled time is {late} ms"},
+    ]  # fmt: skip
+    result["validity"]["valid"] = False
+    path = tmp_path / ("on-time" if lateness_passed else "late") / "point.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(result))
+    return path
+
+
+def test_a_late_client_is_a_wrong_measurement_and_a_missed_rate_sent_on_time_the_server(
+    tmp_path: Path, capsys
+) -> None:
+    """The missed rate of a client that sent late is the client's (late_dispatch, ranked
+    with the measurement), not the server's saturation; sent on time, it is saturation."""
+    code, late = _audit(capsys, _with_rate_checks(tmp_path, lateness_passed=False))
+    rules = [d["rule"] for d in late["diagnosis"]]
+    assert code == 1 and rules[0] == "late_dispatch" and "saturation" not in rules
+    assert late["diagnosis"][0]["category"] == "measurement"
+    assert (
+        "dispatch_lateness: p99 of send minus scheduled time is 480.0 ms"
+        in (late["diagnosis"][0]["evidence"])
+    )
+    code, on_time = _audit(capsys, _with_rate_checks(tmp_path, lateness_passed=True))
+    rules = [d["rule"] for d in on_time["diagnosis"]]
+    assert code == 1 and "late_dispatch" not in rules
+    (saturation,) = [d for d in on_time["diagnosis"] if d["rule"] == "saturation"]
+    assert saturation["category"] == "server"
+    assert saturation["evidence"] == [
+        "achieved_rate: sent 1.2 req/s of the 2.0 its schedule asked for"
+    ]

@@ -4,9 +4,10 @@ Each :class:`Rule` names a symptom, the checks of the verdict that reveal it,
 and how each tool (and InferX) avoids it. :func:`diagnose` ranks what fired:
 the measurement first (a starved client makes every other figure
 meaningless), then the workload (the run measured something else than was
-asked), then the server's behaviour (errors, saturation). docs/why-numbers.md
-is generated from :data:`RULES` (:func:`symptom_page`), so the page and the
-checks cannot drift.
+asked), then the server's behaviour (errors, saturation: a rate missed while the
+client sent on time; a client that sent late is a wrong measurement, late_dispatch).
+docs/why-numbers.md is generated from :data:`RULES` (:func:`symptom_page`), so the
+page and the checks cannot drift.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class Rule:
     fixes: Mapping[str, str]  # tool (or "InferX") -> the flag or setting that avoids it
     # a trigger beyond the checks: (result) -> evidence or None
     extra: Callable[[PointResultBase], str | None] | None = field(default=None, compare=False)
+    # checks whose failure blames another rule: this one then does not fire
+    unless: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,21 @@ RULES: tuple[Rule, ...] = (
             "the client checks (client_cpu, client_loop_lag) say when it is the bottleneck",
         },
         _itl_median_zero,
+    ),
+    Rule(
+        "late_dispatch",
+        "measurement",
+        "requests sent later than scheduled; an achieved rate below the target",
+        "the client sent requests later than its own schedule asked: its loop or workers fell "
+        "behind (or, under a concurrency cap, waited for a free slot), so the load measured is "
+        "lighter and burstier than the one the point names, whatever the server could do",
+        ("dispatch_lateness",),
+        {
+            "GuideLLM": "more worker processes (GUIDELLM__MAX_WORKER_PROCESSES), the client on "
+            "cores of its own (taskset), or a lower rate",
+            "InferX": "--workers N (load worker processes), client_cpus apart from engine_cpus, "
+            "a --max-concurrency above rate x latency; dispatch_lateness judges every point",
+        },
     ),
     Rule(
         "early_first_chunk",
@@ -239,18 +257,22 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "saturation",
         "server",
-        "achieved request rate below the target; requests sent later than scheduled",
-        "the load asked for was not delivered: the client or the server's queue fell behind, "
-        "so the point is a lower rate than it names",
-        ("achieved_rate", "dispatch_lateness", "rate_reached"),
+        "achieved request rate below the target while the client sent on time",
+        "fewer requests went out than the rate asked for, and no check shows the client "
+        "sending late: the server's latency kept the requests in flight at the concurrency "
+        "cap (or its queue refused more), so the point is a lower rate than it names",
+        ("achieved_rate", "rate_reached"),
         {
             "AIPerf": "a --concurrency above rate x latency (it caps the requests in flight), "
             "or a lower --request-rate",
             "GuideLLM": "a lower rate (--profile kind=constant,rate=R or kind=poisson,rate=R)",
             "vllm bench serve": "a lower --request-rate, --max-concurrency above rate x latency",
             "inference-perf": "a lower rate, more load workers",
-            "InferX": "--workers N; the achieved_rate check holds each point to its schedule",
+            "InferX": "a lower --request-rate, --max-concurrency above rate x latency; the "
+            "achieved_rate check holds each point to its schedule",
         },
+        # a late client explains a missed rate itself: late_dispatch (measurement) says so
+        unless=("dispatch_lateness", "client_dispatch_delay"),
     ),
 )
 
@@ -274,7 +296,10 @@ def diagnose(result: PointResultBase, validity: Validity | None, tool: str) -> l
     workload, server."""
     checks = validity.checks if validity is not None else []
     fired = []
+    failed = {c.name for c in checks if not c.passed}
     for order, rule in enumerate(RULES):
+        if failed & set(rule.unless):
+            continue
         hits = [c for c in checks if _fires(rule, c)]
         evidence = [f"{c.name}: {c.why}" for c in hits]
         more = rule.extra(result) if rule.extra is not None else None
@@ -301,6 +326,12 @@ def symptom_page() -> str:
             lines += [f"### {rule.symptom[0].upper()}{rule.symptom[1:]}", ""]
             lines += [f"{rule.cause[0].upper()}{rule.cause[1:]}.", ""]
             lines += [f"Diagnosis `{rule.key}`, from the checks {checks}.", ""]
+            if rule.unless:
+                blamed = " or ".join(f"`{c}`" for c in rule.unless)
+                lines += [
+                    f"Not when {blamed} failed: the client sent late, a wrong measurement.",
+                    "",
+                ]
             lines += ["| tool | what avoids it |", "| --- | --- |"]
             lines += [f"| {tool} | {fix} |" for tool, fix in rule.fixes.items()]
             lines.append("")

@@ -20,7 +20,8 @@ MS = 1_000_000
 def _rec(
     i: int, client_ms: float, queue: float | None, server: float | None, **kw
 ) -> RequestRecord:
-    rec = RequestRecord(i, 4, 8, send_ns=10 * MS, usage_output_tokens=kw.pop("n", 8), **kw)
+    n = kw.pop("n", 8)  # the reply is as long as asked: a shorter one is failed
+    rec = RequestRecord(i, 4, n, send_ns=10 * MS, usage_output_tokens=n, **kw)
     rec.chunk_ns = [10 * MS + int(client_ms * MS), 10 * MS + int(client_ms * MS) + 5 * MS]
     rec.finish_reason = "length"
     rec.server_figures = {"queue_ms": queue, "ttft_ms": server, "decode_ms": 35.0}
@@ -58,6 +59,18 @@ def test_inconsistent_and_missing_requests_are_counted_with_reasons() -> None:
     assert (an.requests, an.inconsistent, an.without_server_figures) == (1, 1, 1)
     assert "metrics.time_to_first_token_ms" in an.null_reasons["without_server_figures"]
     assert "exceeded the client's TTFT" in an.null_reasons["inconsistent"]
+
+
+def test_a_reply_cut_short_is_no_part_of_the_anatomy() -> None:
+    """A shed reply (one token, stopped although ignore_eos was sent) is failed as the
+    point judges it (metrics.requests.judged_request): its instant TTFT is not read."""
+    records = [_rec(i, 30.0, 10.0, 15.0) for i in range(4)]
+    shed = _rec(4, 1.0, 0.0, 0.5, n=1)
+    shed.max_tokens, shed.finish_reason = 8, "stop"
+    an = anatomy([*records, shed], "vllm", ignore_eos=True)
+    assert an is not None and an.requests == 4 and an.client_ttft_ms.median == pytest.approx(30.0)
+    # only shed replies carried figures: no anatomy at all
+    assert anatomy([shed], "vllm", ignore_eos=True) is None
 
 
 def test_an_engine_without_queue_time_keeps_the_queue_in_the_rest() -> None:

@@ -61,3 +61,15 @@ def test_rates_are_bounded(rows: list[tuple[int, int]]) -> None:
         value = spec.request_acceptance_rate.stats().get(key)
         assert value is None or 0.0 <= value <= 1.0
     assert AGREEMENT_TOLERANCE > 0
+
+
+@pytest.mark.parametrize("ignore_eos", [True, False])
+def test_a_reply_cut_short_is_not_pooled(ignore_eos: bool) -> None:
+    """A shed reply (stopped, or a ``length`` stop short of max_tokens) is failed as the
+    point judges it (metrics.requests.judged_request): its drafts count nowhere."""
+    shed = _rec(9, 4, 0)
+    shed.usage_output_tokens, shed.finish_reason = 1, "stop" if ignore_eos else "length"
+    out = spec_per_request([_rec(0, 4, 4), _rec(1, 4, 2), shed], None, ignore_eos=ignore_eos)
+    assert out is not None and out.requests == 2 and out.draft_tokens == 8
+    assert out.acceptance_rate == pytest.approx(6 / 8)
+    assert spec_per_request([shed], None, ignore_eos=ignore_eos) is None

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.front_end import FrontEndSplit, front_end_split
 from inferx_core.metrics.model import Distribution
+from inferx_core.metrics.requests import judged_request
 from inferx_core.metrics.spec_requests import SpecPerRequest, spec_per_request
 from inferx_core.metrics.stats import describe, percentile_word
 from inferx_core.metrics.validity import ValidityCheck
@@ -202,14 +203,18 @@ def anatomy(
     unclocked: str | None = None,
     engine_window: Mapping[str, Any] | None = None,
     window_ns: tuple[int, int] | None = None,
+    *,
+    ignore_eos: bool = False,
 ) -> Anatomy | None:
     """The anatomy of the measured, successful ``records``; None when no request
     carried the engine's figures (nothing was asked, or the engine reports none).
+    Successful as the point judges it (``ignore_eos``: the workload's): a reply cut
+    short of what was asked is failed, its engine figures left out.
     ``spec_window``: the point's ``spec_decode`` figures from the engine's /metrics;
     ``unclocked``: what the engine's clock leaves out, as its plugin names it;
     ``engine_window``: the point's engine /metrics window and ``window_ns`` its
     [start, end], for the front-end split (:mod:`inferx_core.metrics.front_end`)."""
-    ok = [r for r in records if r.ok and not r.warmup]
+    ok = [r for r in records if not r.warmup and judged_request(r, ignore_eos).ok]
     if not any(r.server_figures for r in ok):
         return None
     parts = _Parts([], [], [], [], [], [])
@@ -241,7 +246,7 @@ def anatomy(
         rest_share=_median_share(parts.rest, _totals(parts)),
         rest_to_server_ttft=_ratios(rest, server),
         null_reasons=reasons,
-        speculative=spec_per_request(ok, spec_window),
+        speculative=spec_per_request(ok, spec_window, ignore_eos=ignore_eos),
         front_end=_front_end(parts, records, engine_window, window_ns),
     )
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.metrics.model import Distribution
+from inferx_core.metrics.requests import judged_request
 from inferx_core.metrics.stats import describe
 
 __all__ = ["AGREEMENT_TOLERANCE", "SpecPerRequest", "spec_per_request"]
@@ -89,11 +90,17 @@ def _agreement(pooled: float | None, window: Mapping[str, Any] | None) -> dict[s
 
 
 def spec_per_request(
-    records: Sequence[RequestRecord], window: Mapping[str, Any] | None
+    records: Sequence[RequestRecord],
+    window: Mapping[str, Any] | None,
+    *,
+    ignore_eos: bool = False,
 ) -> SpecPerRequest | None:
     """The point's per-request acceptance; None when no reply carried draft counts.
-    ``window``: the point's ``spec_decode`` figures from the engine's /metrics, if any."""
-    rows, bad = _rows([r for r in records if r.ok and not r.warmup])
+    ``window``: the point's ``spec_decode`` figures from the engine's /metrics, if any.
+    Only replies the point counts completed (``ignore_eos``: the workload's): a shed
+    reply's drafts are no measure of the speculation."""
+    measured = [r for r in records if not r.warmup]
+    rows, bad = _rows([r for r in measured if judged_request(r, ignore_eos).ok])
     if not rows and not bad:
         return None
     drafts = _drafts(rows)

@@ -20,7 +20,7 @@ from inferx_core.config.validity import ValidityLimits
 from inferx_core.load.records.request import RequestRecord
 from inferx_core.load.schedule.client_load import ClientLoad, WorkerLoad
 from inferx_core.load.transport.usage import usage_disagreement
-from inferx_core.metrics.requests import failure_kind
+from inferx_core.metrics.requests import failure_kind, judged_request
 from inferx_core.metrics.schedule import ScheduleKeeping, schedule_keeping
 from inferx_core.metrics.spec_gaps import zero_gap_limit
 from inferx_core.metrics.stats import percentile_word
@@ -442,7 +442,9 @@ def assess(
     allows that share of zero chunk gaps (:func:`inferx_core.metrics.spec_gaps.zero_gap_limit`)."""
     limits = limits or ValidityLimits()
     measured = [r for r in records if not r.warmup]
-    ok = [r for r in measured if r.ok]
+    # the replies the point counts completed: its latency and ITL populations (a short
+    # reply is failed there), so the sample sizes and gaps judged are the figures' own
+    ok = [r for r in measured if judged_request(r, ignore_eos).ok]
     checks = [
         _error_rate(measured, limits.max_error_rate, ignore_eos),
         _client_resources(measured),

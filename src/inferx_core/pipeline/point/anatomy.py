@@ -31,10 +31,13 @@ def point_anatomy(
     records: Sequence[RequestRecord],
     measured: Measured,
     window_ns: tuple[int, int] | None = None,
+    *,
+    ignore_eos: bool = False,
 ) -> tuple[Anatomy | None, Measured]:
     """The anatomy (None: no reply carried the engine's figures) and ``measured`` with
     its check among the validity checks; ``window_ns``: the measured window, for the
-    split of the rest by the engine's front-end histogram."""
+    split of the rest by the engine's front-end histogram; ``ignore_eos``: the
+    workload's, so a reply cut short is failed here as in the point's figures."""
     timing = target.server_timing
     an = anatomy(
         records,
@@ -43,6 +46,7 @@ def point_anatomy(
         unclocked=timing.unclocked if timing else None,  # the front end its clock leaves out
         engine_window=measured.telemetry.engine_metrics if measured.telemetry else None,
         window_ns=window_ns,
+        ignore_eos=ignore_eos,
     )
     check = anatomy_check(an)
     validity = measured.validity

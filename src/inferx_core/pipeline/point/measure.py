@@ -372,7 +372,9 @@ def measure_point(
     # near the window's start, where the engine histogram's count is read between scrapes.
     run = drive.result
     window = (run.window_start_ns, run.window_end_ns)
-    an, measured = point_anatomy(plan.target, [*run.records, *run.warmup_records], measured, window)
+    records = [*run.records, *run.warmup_records]
+    eos = plan.workload.ignore_eos  # a short reply is failed in the anatomy too
+    an, measured = point_anatomy(plan.target, records, measured, window, ignore_eos=eos)
     result = with_anatomy(_decide(source, measured, drive, plan.failure_details), an)
     return _finish(result, drive, output_dir, recorder if plan.telemetry is not None else None)
 

@@ -71,3 +71,32 @@ def test_a_write_that_fails_mid_ingest_removes_what_it_created(
     with pytest.raises(UserFacingError, match="rolled back"):
         ingest_into(str(kept), [DATA], "again")
     assert kept.is_file()
+
+
+def test_a_failed_ingest_into_a_database_of_before_leaves_it_as_it_was(tmp_path: Path) -> None:
+    """The database existed; the new point's commit cannot write its WAL (the disk is
+    full). DuckDB truncates the WAL it opened back to 0 bytes: that empty file was left
+    beside the database. Now the database is byte for byte as it was, with no WAL."""
+    import hashlib
+
+    db = tmp_path / "results.duckdb"
+    first = ingest(db)
+    assert first.returncode == 0, first.stderr
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.duckdb"]
+    other = Path(__file__).parents[1] / "interop" / "fixtures" / "inferx"
+    argv = [sys.executable, "-m", "inferx_core.cli", "db", "ingest", str(other), "--db", str(db)]
+
+    def small_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, preexec_fn=small_disk)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"db ingest into {db} failed" in done.stderr and "File too large" in done.stderr
+    assert "nothing was stored" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.duckdb"]  # no stray .wal
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=300)  # room again
+    assert again.returncode == 0 and "1 point(s) stored" in again.stdout, again.stderr

@@ -132,6 +132,7 @@ class DuckDBConnection:
         import duckdb
 
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._wal = path.with_name(path.name + ".wal")
         try:
             self._con = duckdb.connect(str(path), config=dict(_DUCKDB_CONFIG))
         except duckdb.Error as exc:  # locked by another process, not a database, ...
@@ -164,7 +165,20 @@ class DuckDBConnection:
         return bool(rows)
 
     def close(self) -> None:
-        self._con.close()
+        try:
+            self._con.close()
+        finally:
+            _drop_empty_wal(self._wal)
+
+
+def _drop_empty_wal(wal: Path) -> None:
+    """A commit that cannot write its WAL (a full disk) makes DuckDB truncate the WAL
+    back to 0 bytes, and a clean close leaves none: an empty WAL holds no transaction
+    and would be a stray file beside the database, so it goes once DuckDB has let go.
+    A WAL with content is the database's (committed, not yet checkpointed): kept."""
+    with contextlib.suppress(OSError):  # gone already, or a folder we may not write
+        if wal.stat().st_size == 0:
+            wal.unlink()
 
 
 class PostgresConnection:

@@ -73,7 +73,8 @@ def ingest_into(url: str | None, paths: Iterable[Path | str], label: str | None)
     """``inferx db ingest``: the folders are read first (nothing is created for a read that
     fails); a failed ingest (a full disk, a write refused) removes the database file, its
     WAL and the folders that this call created, so no 0-byte database is left behind. A
-    database that was there before is left to its own transaction's rollback."""
+    database that was there before is left to its own transaction's rollback (its empty
+    WAL removed on close: :class:`~inferx_core.db.backends.DuckDBConnection`)."""
     from inferx_core.db.backends import describe_url, resolve_url
     from inferx_core.db.store import open_db
 

@@ -178,3 +178,48 @@ def _set_key(path: Path, key: str, value: object) -> None:
     data = json.loads(path.read_text())
     data[key] = value
     path.write_text(json.dumps(data))
+
+
+BROKEN_CONFIG = '{\n  "model_type": "llama",\n  "hidden_size": 64,,\n}\n'
+
+
+def test_a_broken_config_json_is_named_with_its_json_error(
+    tiny_hf: Path, tmp_path: Path, gguf: Path
+) -> None:
+    """A typo in a Hugging Face directory's config.json is said as such (FIXER-3 item 3):
+    the file, the JSON error with its line and column, and the fix, never "not a Llama
+    directory" (which read the parse error as another kind of model and hid it)."""
+    broken = tmp_path / "broken-llama"
+    shutil.copytree(tiny_hf, broken)
+    (broken / "config.json").write_text(BROKEN_CONFIG)
+    where = (
+        rf"{broken}/config.json: not readable JSON: Expecting property name .* at line 3 column 21"
+    )
+    fix = r"correct it there, or give llama.cpp a \.gguf file instead"
+    with pytest.raises(UserFacingError, match=rf"^model '{broken}': {where}: {fix}$") as raised:
+        plan(broken)
+    assert "not a Hugging Face Llama" not in str(raised.value)
+    with pytest.raises(UserFacingError, match=rf"{where}: {fix}"):  # the converter alike
+        convert(broken, tmp_path / "out.gguf")
+    draft = {"method": "draft_model", "draft_model": str(broken), "num_speculative_tokens": 2}
+    with pytest.raises(UserFacingError, match=rf"^speculative.draft_model '{broken}': {where}"):
+        plan(gguf, speculative=draft)
+
+
+@pytest.mark.parametrize(
+    ("config", "why"),
+    [
+        (None, "it has no config.json"),
+        ('{"model_type": "mistral"}', "its config.json has model_type 'mistral', not 'llama'"),
+    ],
+    ids=["no-config", "not-llama"],
+)
+def test_a_directory_of_another_kind_says_what_it_holds(
+    tmp_path: Path, config: str | None, why: str
+) -> None:
+    model = tmp_path / "other"
+    model.mkdir()
+    if config is not None:
+        (model / "config.json").write_text(config)
+    with pytest.raises(UserFacingError, match=rf"not a Hugging Face Llama directory .*: {why};"):
+        plan(model)

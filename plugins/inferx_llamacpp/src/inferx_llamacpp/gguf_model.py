@@ -30,7 +30,15 @@ from typing import Any
 
 from inferx_core import UserFacingError
 
-__all__ = ["CONVERTER_VERSION", "GgufConversionError", "convert", "gguf_path_for", "is_hf_llama"]
+__all__ = [
+    "CONVERTER_VERSION",
+    "GgufConversionError",
+    "convert",
+    "gguf_path_for",
+    "hf_config",
+    "is_hf_llama",
+    "not_llama_why",
+]
 
 #: Bump when the GGUF written for the same source changes.
 CONVERTER_VERSION = 1
@@ -45,16 +53,35 @@ class GgufConversionError(UserFacingError, ValueError):
     """A model directory this converter cannot write as GGUF (the message says why)."""
 
 
-def is_hf_llama(path: str | os.PathLike[str]) -> bool:
-    """True for a local directory holding a Hugging Face ``LlamaForCausalLM``."""
+def hf_config(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The directory's ``config.json``; None where there is none. One that cannot be read
+    is an error naming the file, the JSON error's line and column, and the fix: a typo in
+    it must not pass for "not a Llama directory", which hid the error."""
     config = Path(path) / "config.json"
     if not config.is_file():
-        return False
+        return None
     try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get("model_type") == ARCH
+        return _read_json(config, shown=str(config))
+    except GgufConversionError as exc:
+        raise GgufConversionError(
+            f"{exc}: correct it there, or give llama.cpp a .gguf file instead"
+        ) from None
+
+
+def is_hf_llama(path: str | os.PathLike[str]) -> bool:
+    """True for a local directory holding a Hugging Face ``LlamaForCausalLM``; a
+    ``config.json`` that is no JSON object raises (:func:`hf_config`)."""
+    config = hf_config(path)
+    return config is not None and config.get("model_type") == ARCH
+
+
+def not_llama_why(path: str | os.PathLike[str]) -> str:
+    """Why the directory is no Hugging Face Llama directory, in words (a broken
+    ``config.json`` raises, naming the error: :func:`hf_config`)."""
+    config = hf_config(path)
+    if config is None:
+        return "it has no config.json"
+    return f"its config.json has model_type {config.get('model_type')!r}, not {ARCH!r}"
 
 
 def _source_hash(hf_dir: Path) -> str:
@@ -79,7 +106,7 @@ def convert(hf_dir: str | os.PathLike[str], output: str | os.PathLike[str]) -> P
         return output
     missing = [name for name in SOURCE_FILES if not (hf_dir / name).is_file()]
     if missing or not is_hf_llama(hf_dir):
-        why = f"missing {', '.join(missing)}" if missing else "config.json is not model_type llama"
+        why = f"missing {', '.join(missing)}" if missing else not_llama_why(hf_dir)
         raise GgufConversionError(
             f"model {hf_dir}: cannot write it as GGUF ({why}); give llama.cpp a .gguf file "
             "as model:, or a Hugging Face Llama directory"
@@ -116,13 +143,19 @@ def _write_naming_the_file(hf_dir: Path, output: Path) -> None:
         ) from None
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path, shown: str | None = None) -> dict[str, Any]:
+    """The JSON object in ``path`` (named ``shown``, else by its name in errors)."""
+    name = shown or path.name
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise GgufConversionError(f"{path.name}: not readable JSON ({exc})") from None
+    except json.JSONDecodeError as exc:  # where the typo is, as an editor shows it
+        raise GgufConversionError(
+            f"{name}: not readable JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except (OSError, ValueError) as exc:  # unreadable, or not UTF-8
+        raise GgufConversionError(f"{name}: not readable JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise GgufConversionError(f"{path.name}: expected a JSON object")
+        raise GgufConversionError(f"{name}: expected a JSON object")
     return data
 
 

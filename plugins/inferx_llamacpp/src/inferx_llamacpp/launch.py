@@ -101,10 +101,14 @@ def slots_for(server: ServerConfig, load: LoadProfile | None) -> int:
 def model_file(server: ServerConfig) -> str:
     """The GGUF llama-server loads: the model itself (checked when this machine runs it), or
     its conversion from a HF directory."""
-    from inferx_llamacpp.gguf_model import convert, gguf_path_for, is_hf_llama
+    from inferx_llamacpp.gguf_model import GgufConversionError, convert, gguf_path_for, is_hf_llama
 
     path = Path(server.model).expanduser()
-    if path.is_dir() and is_hf_llama(path):
+    try:
+        llama = path.is_dir() and is_hf_llama(path)
+    except GgufConversionError as exc:  # its config.json is broken: the field, then where
+        raise GgufConversionError(f"model {server.model!r}: {exc}") from None
+    if llama:
         return str(convert(path, gguf_path_for(path, model_cache_dir())))
     if not server.image:  # an image's path is the container's: nothing here to check
         check_gguf_file(server.model, "model")

@@ -50,7 +50,7 @@ def check_gguf_file(value: str, field: str) -> None:
     if stat.S_ISDIR(mode):
         raise UserFacingError(
             f"{field} {value!r} is a directory that is not a Hugging Face Llama directory "
-            f"(config.json with model_type llama); {fix}"
+            f"(config.json with model_type llama): {_not_llama(path, field)}; {fix}"
         )
     if not stat.S_ISREG(mode):
         raise UserFacingError(f"{field} {value!r} is not a regular file (a FIFO or device); {fix}")
@@ -66,6 +66,16 @@ def check_gguf_file(value: str, field: str) -> None:
             f"{field} {value!r} is not a GGUF file (it starts with {head!r}, not {GGUF_MAGIC!r}); "
             f"{fix}"
         )
+
+
+def _not_llama(path: Path, field: str) -> str:
+    """Why the directory is no Llama directory; a broken config.json is its own error."""
+    from inferx_llamacpp.gguf_model import GgufConversionError, not_llama_why
+
+    try:
+        return not_llama_why(path)
+    except GgufConversionError as exc:  # a typo, not another kind of model: say where
+        raise UserFacingError(f"{field} {str(path)!r}: {exc}") from None
 
 
 def context_size(max_model_len: int, slots: int) -> int:

@@ -202,12 +202,13 @@ def slurm_deployment_launch_plan(
     output_dir: Path,
     nodes: list[str] | None = None,
 ) -> LaunchPlan:
-    """The planner of a SLURM job's runner: a deployment's processes are steps of the job on
-    its nodes (``nodes``, default the job's allocation; see
-    :mod:`inferx_core.executors.slurm_steps`); a single server is planned as usual."""
+    """The planner of a SLURM job's runner for a deployment: its processes are steps of the
+    job on its nodes (``nodes``, default the job's allocation; see
+    :mod:`inferx_core.executors.slurm_steps`). The job picks it only for a deployment (a
+    single server is :func:`~inferx_core.pipeline.server.launch_plan.plan_launch`'s); ``port``
+    is a single server's, unused: a deployment's ports are its own (``deployment.port``)."""
     if cfg.deployment is None:
-        assert port is not None
-        return plan_launch(cfg, pm, platform, port=port, output_dir=output_dir)
+        raise ValueError("slurm_deployment_launch_plan plans a deployment; this has none")
     from inferx_core.executors.multinode import nodes_needed
     from inferx_core.executors.slurm_steps import (
         StepLauncher,

@@ -251,10 +251,13 @@ def run_job(
     (the CLI prints it; rendering is the report layer's, above this one).
     """
     from inferx_core.executors.deployment_run import slurm_deployment_launch_plan
+    from inferx_core.pipeline.server.launch_plan import plan_launch
     from inferx_core.pipeline.server.run import run_configs
 
     manifest_path = Path(manifest_path).resolve()
     job, cfg = _job_config(manifest_path, index)
+    # a deployment's processes are steps of this job; a single server is planned as usual
+    planner = plan_launch if cfg.deployment is None else slurm_deployment_launch_plan
     job_dir = manifest_path.parent
     record: dict[str, Any] = {
         "index": index,
@@ -273,7 +276,7 @@ def run_job(
             resume=True,
             progress=progress,
             lock_unit=job["server"],  # sibling jobs write other servers into the folder
-            planner=slurm_deployment_launch_plan,  # a deployment: each process a step
+            planner=planner,
         )
         if on_summary is not None:
             on_summary(summary)

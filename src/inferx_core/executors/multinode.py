@@ -180,9 +180,11 @@ def place(
             f"{len(hosts)}: {', '.join(hosts[:8]) or 'none'}{' ...' if len(hosts) > 8 else ''}"
         )
     book = book or HostBook(base)
-    # the deployment's groups read once, before any port or GPU is booked, and handed down
-    engines = deployment.engine_groups()
-    router = deployment.group("router") if deployment.has("router") else None
+    # the deployment's groups read once, before any port or GPU is booked: the engines in
+    # placement order (prefill, decode, both), then the router (a role is named once)
+    by_role = {g.role: g for g in deployment.roles}
+    engines = [by_role[role] for role in ENGINE_ROLES if role in by_role]
+    router = by_role.get("router")
     placements: list[Placement] = []
     cursor = 0
     for group in engines:

@@ -92,7 +92,7 @@ def deployment_hosts(
     """
     if not nodes:
         raise UserFacingError("the SLURM job has no nodes")
-    widest = max((g.nodes for g in deployment.engine_groups()), default=1)
+    widest = max(g.nodes for g in deployment.roles)  # the router is on one node
     if widest > len(nodes):
         raise UserFacingError(
             f"a replica of the {deployment.kind} deployment spans {widest} nodes, the job has "

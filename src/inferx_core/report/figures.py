@@ -35,7 +35,7 @@ def _reasoning_line(result: Any) -> str | None:
 def _speculative_line(result: Any) -> str | None:
     telemetry = getattr(result, "telemetry", None)
     window = telemetry.engine_metrics.get("spec_decode") if telemetry is not None else None
-    if not isinstance(window, Mapping):
+    if not isinstance(window, Mapping) or not _speculated(window):
         return None
     positions = window.get("acceptance_per_position")
     line = (
@@ -49,6 +49,14 @@ def _speculative_line(result: Any) -> str | None:
     if bad:
         line += "; out of bounds: " + "; ".join(f"{k} {why}" for k, why in bad.items())
     return line
+
+
+def _speculated(window: Mapping[str, Any]) -> bool:
+    """Whether the window has a speculative figure to print: a server that drafted nothing
+    (null counts with the reason, or a 0 in a result written before) gets no line, since a
+    figure that does not apply is never shown as 0; an impossible one is shown, as ``-``."""
+    figures = ("mean_acceptance_length", "acceptance_rate", "drafts")
+    return any(window.get(f) for f in figures) or bool(window.get("out_of_bounds"))
 
 
 def figure_lines(result: Any) -> list[str]:

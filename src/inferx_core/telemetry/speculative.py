@@ -158,6 +158,8 @@ def spec_decode_window(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, An
     accepted = _increase(metrics, COUNTERS["spec_decode_accepted_tokens"])
     if drafts is None or accepted is None:
         return _from_gauge(metrics)
+    if drafts == 0 and accepted == 0 and not draft_tokens:
+        return _idle()
     why = None if drafts > 0 else "no drafts in the window: speculative decoding did not run"
     return bound_spec_window(
         {
@@ -169,5 +171,24 @@ def spec_decode_window(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, An
             "draft_tokens": draft_tokens,
             "accepted_tokens": accepted,
             "why": why,
+        }
+    )
+
+
+def _idle() -> dict[str, Any]:
+    """Counters that did not move: an engine that publishes them whether or not it
+    speculates (llama-server, vLLM) did no speculative decoding in the window. Its counts
+    are no figures of this point (null with the reason), never a 0 read as a measurement."""
+    return bound_spec_window(
+        {
+            "source": "counters",
+            "acceptance_rate": None,
+            "mean_acceptance_length": None,
+            "acceptance_per_position": [],
+            "drafts": None,
+            "draft_tokens": None,
+            "accepted_tokens": None,
+            "why": "no drafts in the window (the engine's counters did not move): speculative "
+            "decoding did not run, so no speculative figure applies",
         }
     )

@@ -71,7 +71,7 @@ class DeploymentPlan:
         return self.launcher.start(launch.spec, self.process_dir(launch))
 
     def gpus(self) -> dict[str, Any]:
-        acct = gpu_accounting(self.deployment, self.cfg.server())
+        acct = gpu_accounting(self.deployment, self.cfg)
         by_role: dict[str, int] = {}
         for la in self.launches:
             by_role[la.context.role] = by_role.get(la.context.role, 0) + len(la.spec.gpu_ids)
@@ -174,7 +174,7 @@ def plan_deployment(
     if cfg.deployment is None:
         raise ValueError("plan_deployment needs a configuration with a deployment")
     hosts = hosts or one_machine(cfg.deployment)
-    launches = role_launches(pm, cfg.server(), cfg.deployment, platform, hosts)
+    launches = role_launches(pm, cfg, cfg.deployment, platform, hosts)
     if launcher is None:  # picked once the processes are planned: it starts each of them
         launcher = launcher_named(pm, cfg.launcher)[1].factory()
     if node_of is not None:

@@ -113,17 +113,14 @@ class GpuAccounting:
 
 
 def gpu_accounting(deployment: Deployment, base: ServerConfig) -> GpuAccounting:
-    def total(role: str) -> int:
-        if not deployment.has(role):
-            return 0
-        group = deployment.group(role)
+    total: dict[str, int] = {}  # GPUs per role (a role is named once; the router has none)
+    for group in deployment.roles:
         gpus_per_node(group, base)  # validates the split
-        return group.replicas * gpus_per_replica(group, base)
-
+        total[group.role] = group.replicas * gpus_per_replica(group, base)
     if deployment.kind == "disaggregated":
-        prefill, decode = total("prefill"), total("decode")
+        prefill, decode = total.get("prefill", 0), total.get("decode", 0)
         return GpuAccounting(deployment.kind, prefill + decode, prefill, decode)
-    return GpuAccounting(deployment.kind, total("both"))
+    return GpuAccounting(deployment.kind, total.get("both", 0))
 
 
 @dataclass(frozen=True)
@@ -213,7 +210,8 @@ def place(
 
 
 def role_server(base: ServerConfig, group: RoleGroup, port: int) -> ServerConfig:
-    """The base server configuration as this role's servers run it."""
+    """The base server configuration as this role's servers run it: its server fields (of a
+    run configuration, none of the run's own) with the role's over them."""
     update: dict[str, Any] = {
         "port": port,
         "engine_args": {**base.engine_args, **group.engine_args},
@@ -224,7 +222,8 @@ def role_server(base: ServerConfig, group: RoleGroup, port: int) -> ServerConfig
         update["parallelism"] = group.parallelism
     if group.role == "router":
         update["gpu_ids"] = []
-    return base.model_copy(update=update)
+    fields = {name: value for name, value in base if name in ServerConfig.model_fields}
+    return ServerConfig(**{**fields, **update})
 
 
 @dataclass(frozen=True)

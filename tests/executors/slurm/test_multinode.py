@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from inferx_core import LaunchSpec, hookimpl
-from inferx_core.config.models import ServerConfig
+from inferx_core.config.models import RunConfig, ServerConfig
 from inferx_core.errors import UserFacingError
 from inferx_core.executors.multinode import (
     Deployment,
@@ -94,6 +94,19 @@ def test_role_server_merges_over_the_base() -> None:
     assert decode.engine_env == {"NCCL_DEBUG": "WARN", "DECODE_ONLY": "1"}
     router = role_server(base(), dep.group("router"), 9000)
     assert router.gpu_ids == [] and router.parallelism == base().parallelism
+
+
+def test_a_run_configuration_as_the_base_gives_plain_server_configurations() -> None:
+    """plan_deployment hands the run configuration down as the base: each role's server is
+    its server fields with the role's over them, none of the run's own (workload, load)."""
+    run = RunConfig.model_validate(
+        {**base().model_dump(), "deployment": disagg().model_dump(), "output_dir": "out"}
+    )
+    decode = role_server(run, disagg().group("decode"), 9002)
+    assert type(decode) is ServerConfig
+    assert decode == role_server(run.server(), disagg().group("decode"), 9002)
+    launches = role_launches(pm_with_roles(), run, disagg(), Platform(), HOSTS)
+    assert {type(la.server) for la in launches} == {ServerConfig}
 
 
 # -- GPU accounting -------------------------------------------------------------------------------

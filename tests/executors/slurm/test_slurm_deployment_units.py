@@ -229,6 +229,13 @@ def test_the_job_planner_puts_processes_on_the_allocation(tmp_path: Path) -> Non
     assert packed.server.host == "127.0.0.1"
 
 
+def test_the_job_planner_plans_deployments_only(tmp_path: Path) -> None:
+    """A job picks it for a deployment (a single server is plan_launch's, run_job decides)."""
+    single = fake_config(tmp_path).model_copy(update={"deployment": None})
+    with pytest.raises(ValueError, match="plans a deployment"):
+        slurm_deployment_launch_plan(single, fake_pm(), Platform(), output_dir=tmp_path, port=9)
+
+
 def test_the_job_planner_needs_a_slurm_job(tmp_path: Path, monkeypatch) -> None:
     for name in ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST"):
         monkeypatch.delenv(name, raising=False)

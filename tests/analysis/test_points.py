@@ -149,7 +149,7 @@ def test_open_loop_points_carry_a_rate_not_a_concurrency() -> None:
         "failure_reason": "engine did not start",
     }
     assert describe_point(parse_result(never_ran))["request_rate"] == 0.5
-    from inferx_core.report.table import cell
+    from inferx_core.tables.points import cell
 
     assert cell(d, "concurrency", "load") == "2.5 req/s cap 64"
     assert cell(describe_point(make_model("x", concurrency=8)), "concurrency", "load") == "c8"
@@ -184,12 +184,12 @@ def test_a_failed_point_that_never_ran_takes_its_level_from_identity() -> None:
 
 
 def test_every_declared_column_is_a_row_column_and_the_csv_writes_them_all() -> None:
-    """One column list (analysis.columns): build_rows makes every column but the accuracy
+    """One column list (tables.columns): build_rows makes every column but the accuracy
     ones, which the report adds; the CSV and METRIC_FIELDS are read off the same list."""
-    from inferx_core.analysis.columns import ACCURACY_FIELDS, ROW_COLUMNS, column_names
     from inferx_core.analysis.points import METRIC_FIELDS
     from inferx_core.report.accuracy import POINT_FIELDS, add_accuracy
-    from inferx_core.report.table import CSV_COLUMNS
+    from inferx_core.tables.columns import ACCURACY_FIELDS, ROW_COLUMNS, column_names
+    from inferx_core.tables.points import CSV_COLUMNS
 
     names = [name for name, _ in ROW_COLUMNS]
     assert len(names) == len(set(names))

@@ -17,8 +17,8 @@ from result_factory import make_model
 
 from inferx_core.cli.app import main
 from inferx_core.report.figures import figure_lines
-from inferx_core.report.table import OPTIONAL_COLUMNS, summary_columns
 from inferx_core.results.read import load_results
+from inferx_core.tables.points import OPTIONAL_COLUMNS, summary_columns
 from inferx_core.telemetry.model import CpuEnergy, GpuPower, TelemetrySection
 from inferx_core.testing import SSETestServer
 

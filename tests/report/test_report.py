@@ -16,8 +16,8 @@ from result_factory import make_result, make_set, pixel_variety, write_results
 
 from inferx_core.analysis.cost import CostOptions
 from inferx_core.report import write_report
-from inferx_core.report.table import CSV_COLUMNS
 from inferx_core.results.files import read_result
+from inferx_core.tables.points import CSV_COLUMNS
 
 DATA = Path(__file__).parent / "data"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

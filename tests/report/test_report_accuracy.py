@@ -15,9 +15,9 @@ from result_factory import make_model
 from inferx_core.evals.model import AccuracySection
 from inferx_core.evals.run import check_task
 from inferx_core.report import write_report
-from inferx_core.report.table import cell
 from inferx_core.results.files import write_result
 from inferx_core.sdk.evaluator import AccuracyRecord
+from inferx_core.tables.points import cell
 
 
 def _record(value: float, stderr: float, *, metric: str = "exact_match,strict-match", primary=True):

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from inferx_core.analysis.points import build_rows
 from inferx_core.report.console import ASSUMED_GPUS_NOTE, per_gpu_cell, print_summary
-from inferx_core.report.table import SUMMARY_COLUMNS, cell, print_table
+from inferx_core.tables.points import SUMMARY_COLUMNS, cell, print_table
 
 
 def _text(render, *args) -> str:

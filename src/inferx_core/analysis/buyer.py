@@ -10,7 +10,7 @@ from the other points of the report: a plain sweep's (``sweep points``) and impo
 results (``import``), their capacity derived from the points by
 :func:`~inferx_core.analysis.capacity.derived_capacities`. Built here, beside the
 capacity it ranks, so the report hands rows down and renders what comes back
-(:mod:`inferx_core.report.search` draws them).
+(:mod:`inferx_core.tables.buyer` draws them).
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def layer_moved(a: Anatomy | None, b: Anatomy | None, noise: float = 0.05) -> di
     return {"layer": layer, "ttft_change_ms": tb - ta, "parts": parts, "summary": summary}
 
 
-#: The row fields :func:`layer_steps` fills (``analysis.columns``, source ``layers``).
+#: The row fields :func:`layer_steps` fills (``tables.columns``, source ``layers``).
 STEP_FIELDS = ("ttft_layer_from", "ttft_layer", "ttft_layer_change_ms", "ttft_layer_summary")
 
 

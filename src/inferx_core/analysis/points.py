@@ -19,12 +19,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from inferx_core.analysis.columns import METRIC_FIELDS
 from inferx_core.analysis.cost import CostOptions, cost_fields
 from inferx_core.analysis.layers import layer_steps
 from inferx_core.analysis.pareto import mask_by_group
 from inferx_core.results.model import PointResultBase
 from inferx_core.sdk.numbers import is_finite_number
+from inferx_core.tables.columns import METRIC_FIELDS
 
 __all__ = [
     "INTERACTIVITY",
@@ -163,7 +163,7 @@ def build_rows(
 ) -> list[dict[str, Any]]:
     """One row per result, sorted by group then series then load, with Pareto flags.
 
-    Columns (``analysis.columns.ROW_COLUMNS``, in the report's CSV order): identity
+    Columns (``tables.columns.ROW_COLUMNS``, in the report's CSV order): identity
     (``describe_point``), ``hardware``, ``group``, the metric fields (``METRIC_FIELDS``),
     cost and power (``cost_fields``; ``tput_per_gpu`` there is the result's own or, where
     the result has no GPU count, its total divided by the assumed ``num_gpus``), and

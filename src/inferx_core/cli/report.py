@@ -209,7 +209,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from inferx_core.report import write_report
-    from inferx_core.report.table import print_table
+    from inferx_core.tables.points import print_table
 
     # the flags first, then the report: its rooms are walked top-down, none re-entered
     output = Path(args.output) if args.output else default_output(args.dirs)
@@ -228,7 +228,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     console = _console()
     print_table(files.rows, console, title=args.title or "inferx report")
     if files.search:  # the buyer's table: capacity at SLO, cheapest first
-        from inferx_core.report.search import search_table_text
+        from inferx_core.tables.buyer import search_table_text
 
         search_table_text(files.search, console)
     for warning in files.warnings:

@@ -303,7 +303,7 @@ def print_searches(summary: Any) -> list[str]:
     if not summary.searches:
         return []
     from inferx_core.analysis.buyer import search_rows
-    from inferx_core.report.search import search_table_text
+    from inferx_core.tables.buyer import search_table_text
 
     search_table_text(search_rows(summary.searches, [o.result for o in summary.outcomes]))
     answered = ("found", "above_max", "below_min")  # as `inferx bench --search`

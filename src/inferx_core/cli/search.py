@@ -63,7 +63,7 @@ def cost_at_capacity(run: Any) -> dict[str, Any]:
 def cmd_search(args: argparse.Namespace, config: BenchConfig, on_point: Any) -> int:
     from inferx_core.analysis.buyer import search_rows
     from inferx_core.pipeline.search.running import run_search
-    from inferx_core.report.search import search_table_text
+    from inferx_core.tables.buyer import search_table_text
 
     skipped: list[str] = []
     run = run_search(

@@ -1,6 +1,6 @@
 """Tables for notebooks: ``points.csv`` (the report's columns) and Parquet files.
 
-- ``points.csv``: one row per point with ``inferx_core.report.table.CSV_COLUMNS``,
+- ``points.csv``: one row per point with ``inferx_core.tables.points.CSV_COLUMNS``,
   the same file ``inferx report`` writes;
 - ``points.parquet``: one row per point with every field of the flat view
   (nested values as JSON text, so every column has one type);
@@ -34,7 +34,7 @@ REQUESTS_PARQUET = "requests.parquet"
 def write_points_csv(results: Sequence[PointResultBase], output: Path) -> Path:
     from inferx_core.analysis.points import build_rows
     from inferx_core.report.accuracy import add_accuracy
-    from inferx_core.report.table import write_csv
+    from inferx_core.tables.points import write_csv
 
     rows = build_rows(results)
     add_accuracy(rows, results)  # the accuracy measured on the point's server, as in reports

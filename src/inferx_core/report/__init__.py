@@ -5,7 +5,7 @@ result under the given folders (merged, see :mod:`inferx_core.results.read`),
 builds one row per point (:func:`inferx_core.analysis.points.build_rows`) and
 writes into ``output``:
 
-- ``points.csv``: one row per point (``report.table.CSV_COLUMNS``), with
+- ``points.csv``: one row per point (``tables.points.CSV_COLUMNS``), with
   ``median_intvty``, ``tput_per_gpu``, cost columns, ``on_pareto`` and the
   ``ttft_layer*`` columns (the layer of the TTFT that moved from the series'
   previous load point: ``analysis.layers.layer_steps``);
@@ -36,9 +36,9 @@ from inferx_core.config.slo import SloTarget
 from inferx_core.metrics.search_model import SearchSummary
 from inferx_core.report import html as html_page
 from inferx_core.report.accuracy import accuracy_rows, add_accuracy, write_accuracy_csv
-from inferx_core.report.table import write_csv
 from inferx_core.results.read import LoadedResults, load_results, read_jsonl, telemetry_sidecar
 from inferx_core.results.search_files import load_search_summaries
+from inferx_core.tables.points import write_csv
 
 __all__ = ["ReportFiles", "report_notes", "write_report"]
 

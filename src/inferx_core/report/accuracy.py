@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from inferx_core.analysis.columns import ACCURACY_FIELDS
-from inferx_core.report.table import csv_value
 from inferx_core.results.files import write_text_atomic
 from inferx_core.results.model import PointResultBase
+from inferx_core.tables.columns import ACCURACY_FIELDS
+from inferx_core.tables.points import csv_value
 
 __all__ = [
     "ACCURACY_CSV_COLUMNS",
@@ -31,7 +31,7 @@ __all__ = [
     "write_accuracy_csv",
 ]
 
-#: Accuracy columns of points.csv (declared with the others in analysis.columns).
+#: Accuracy columns of points.csv (declared with the others in tables.columns).
 POINT_FIELDS = ACCURACY_FIELDS
 
 #: What each accuracy.csv row repeats of its point's row (its first columns).

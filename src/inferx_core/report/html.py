@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from inferx_core.report.accuracy import accuracy_html
-from inferx_core.report.search import search_table_html
-from inferx_core.report.table import layer_lines, summary_cells, summary_columns
 from inferx_core.results.files import utc_now, write_text_atomic
+from inferx_core.tables.buyer import search_table_html
+from inferx_core.tables.points import layer_lines, summary_cells, summary_columns
 
 _CSS = """
 body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px;

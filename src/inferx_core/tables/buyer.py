@@ -1,6 +1,6 @@
 """The buyer's table, shown: a terminal table and the report page's HTML table.
 
-Its rows (one per server configuration, ranked by cost at SLO) are built below, in
+Its rows (one per server configuration, ranked by cost at SLO) are built above, in
 :mod:`inferx_core.analysis.buyer`; this module only renders them.
 """
 

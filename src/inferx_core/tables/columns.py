@@ -1,19 +1,19 @@
 """The columns of a point's row, declared once, in the order the report's CSV writes them.
 
-``analysis.points.build_rows`` makes the rows; the report's ``points.csv``
-(``report.table.CSV_COLUMNS``) writes every column here, in this order; the
+``analysis.points.build_rows`` (above) makes the rows; ``points.csv``
+(``tables.points.CSV_COLUMNS``) writes every column here, in this order; the
 accuracy columns (``report.accuracy.POINT_FIELDS``) are added by the report.
 Each column says where its value comes from:
 
-- ``point``: what the result is (``points.describe_point``);
+- ``point``: what the result is (``analysis.points.describe_point``);
 - ``row``: made by ``build_rows`` itself (validity, hardware, group, file path);
-- ``cost``: cost and power figures (``cost.cost_fields``);
-- ``repeats``: the spread over a point's repeats (``points.repeat_columns``);
+- ``cost``: cost and power figures (``analysis.cost.cost_fields``);
+- ``repeats``: the spread over a point's repeats (``analysis.points.repeat_columns``);
 - ``metric``: the result's own figure under its flat (vLLM) name (``result.flat()``);
 - ``accuracy``: the accuracy measured on the point's server (``report.accuracy``);
-- ``pareto``: the frontier flags (``points.mark_pareto``);
+- ``pareto``: the frontier flags (``analysis.points.mark_pareto``);
 - ``layers``: the layer of the TTFT that moved from the series' previous load point
-  (``layers.layer_steps``, from the results' anatomies).
+  (``analysis.layers.layer_steps``, from the results' anatomies).
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""The report's tables: a CSV of every point and the summary people read (terminal, HTML)."""
+"""The points' tables: a CSV of every point and the summary people read (terminal, HTML).
+
+Rows in (``analysis.points.build_rows`` makes them), text out: the CLI prints the
+summary after the report is written, and the report's page shows the same cells.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from inferx_core.analysis.columns import column_names
 from inferx_core.results.files import write_text_atomic
+from inferx_core.tables.columns import column_names
 
 #: CSV columns, in order (one row per point): every column of a row, declared once
-#: in ``analysis.columns.ROW_COLUMNS``.
+#: in ``tables.columns.ROW_COLUMNS``.
 CSV_COLUMNS: tuple[str, ...] = column_names()
 
 #: (header, row field, format) of the summary table (terminal and HTML).

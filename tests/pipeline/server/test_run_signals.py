@@ -10,7 +10,6 @@ tests/e2e/test_signals_e2e.py.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -26,18 +25,41 @@ from inferx_core.results.files import read_result
 
 TESTS = Path(__file__).parents[2]
 
-# Plays `inferx run`: the fake engine, point 1 short, point 2 long (so a signal lands in it).
+# Plays `inferx run`: the fake engine, two points. The signal is the runner's own, sent to
+# itself once point 2 has a finished request (its engine's process tree written first), so
+# it lands in point 2 however loaded the machine is: no sleep assumed to fit its window.
 RUNNER = textwrap.dedent(
     """
-    import json, sys
+    import json, os, signal, sys
     sys.path.insert(0, {tests!r})
+    import psutil
     import fake_engine
+    from inferx_core.load.schedule import scheduler
+
+    options = json.loads(sys.argv[2])
+    sig = signal.Signals[options.pop("signal")]
+    real_init = scheduler.LoadScheduler.__init__
+
+    def init(self, *args, on_complete=None, **kw):
+        def done(record):
+            if on_complete is not None:
+                on_complete(record)
+            if self.config.max_concurrency == 2 and record.ok and not record.warmup:
+                if not os.path.exists(sys.argv[3]):
+                    tree = [p.pid for c in psutil.Process().children()
+                            for p in [c, *c.children(recursive=True)]]
+                    with open(sys.argv[3] + ".tmp", "w") as f:
+                        json.dump(tree, f)
+                    os.replace(sys.argv[3] + ".tmp", sys.argv[3])
+                    os.kill(os.getpid(), sig)
+        real_init(self, *args, on_complete=done, **kw)
+
+    scheduler.LoadScheduler.__init__ = init
     from inferx_core.config.models import RunConfig
     from inferx_core.pipeline.server.run import run_configs
     from inferx_core.sdk.manager import get_plugin_manager
     from inferx_core.sdk.platform import Platform
 
-    options = json.loads(sys.argv[2])
     if options.pop("stubborn", False):  # the engine's leader ignores SIGTERM
         real = fake_engine.build_argv
         wrapper = ("import signal, subprocess, sys, time; "
@@ -49,7 +71,6 @@ RUNNER = textwrap.dedent(
         "plugin_options": {{"mode": "ok", "ttft_ms": 5, "itl_ms": 20}},
         "readiness_timeout_s": 30, "stop_grace_s": options.pop("grace", 5),
         "workload": {{"isl": 16, "osl": 20}},
-        # each point stops dispatching after 6 s: a signal 2 s into point 2 lands in its window
         "load": {{"concurrency": [1, 2], "num_prompts": 40, "duration_s": 6, "warmup": 0}},
     }})
     pm = get_plugin_manager(env={{"INFERX_PLUGINS": ""}}, extra_plugins=[("fake", fake_engine)])
@@ -66,13 +87,6 @@ def alive(pid: int) -> bool:
         return False
 
 
-def tree_of(pid: int) -> list[int]:
-    try:
-        return [pid] + [c.pid for c in psutil.Process(pid).children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return []
-
-
 def wait_for(predicate: Any, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -83,22 +97,28 @@ def wait_for(predicate: Any, timeout: float) -> None:
 
 
 class Run:
-    """The runner as a subprocess; ``engine`` is its engine's process tree once it serves."""
+    """The runner as a subprocess, ``signal`` sent to itself in point 2 (see RUNNER);
+    ``engine`` is its engine's process tree (and the watchdog) as the signal went."""
 
-    def __init__(self, tmp_path: Path, **options: Any) -> None:
+    def __init__(self, tmp_path: Path, signal: str, **options: Any) -> None:
         script = tmp_path / "runner.py"
         script.write_text(RUNNER.format(tests=str(TESTS)))
         self.out = tmp_path / "results"
+        tree = tmp_path / "engine.json"
         self.proc = subprocess.Popen(
-            [sys.executable, str(script), str(self.out), json.dumps(options)],
+            [
+                sys.executable,
+                str(script),
+                str(self.out),
+                json.dumps({**options, "signal": signal}),
+                str(tree),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        # the first point (concurrency 1) ends; the second has started
-        wait_for(lambda: len(list(self.out.glob("*c1*.json"))) == 1, timeout=120)
-        time.sleep(2.0)
-        self.engine = [p for c in psutil.Process(self.proc.pid).children() for p in tree_of(c.pid)]
+        wait_for(tree.exists, timeout=120)  # point 1 written, point 2 has a finished request
+        self.engine = json.loads(tree.read_text())
         assert self.engine
 
     def finish(self, timeout: float = 60) -> str:
@@ -116,8 +136,7 @@ class Run:
 def test_sigterm_and_sighup_stop_the_engine_and_keep_every_point(
     tmp_path: Path, sig: int, name: str
 ) -> None:
-    run = Run(tmp_path)
-    run.proc.send_signal(sig)
+    run = Run(tmp_path, name)
     err = run.finish()
     assert run.proc.returncode != 0
     assert f"{name}: stopping engine, up to 5 s; Ctrl-C again to kill now" in err
@@ -131,15 +150,17 @@ def test_sigterm_and_sighup_stop_the_engine_and_keep_every_point(
 
 
 def test_second_ctrl_c_kills_a_stubborn_engine_at_once(tmp_path: Path) -> None:
-    run = Run(tmp_path, stubborn=True, grace=60)
-    run.proc.send_signal(signal.SIGINT)
-    time.sleep(1.5)  # the point is written; the 60 s stop grace has begun
+    run = Run(tmp_path, "SIGINT", stubborn=True, grace=60)
+    # point 2 is written: the first Ctrl-C has ended it and the 60 s stop grace comes next
+    # (the engine stays registered until its stop is over, so the second Ctrl-C kills it
+    # whether it lands just before the grace or in it)
+    wait_for(lambda: len(list(run.out.glob("*c2*.json"))) == 1, timeout=60)
     leader = run.engine[0]
     assert alive(leader)  # it ignores SIGTERM
     started = time.monotonic()
     run.proc.send_signal(signal.SIGINT)
-    err = run.finish(timeout=20)
-    assert time.monotonic() - started < 10
+    err = run.finish(timeout=50)
+    assert time.monotonic() - started < 30  # not the 60 s grace (half of it: a loaded machine)
     assert "SIGINT: stopping engine, up to 60 s; Ctrl-C again to kill now" in err
     assert "killing the engine now" in err
     run.assert_engine_gone(timeout=3)
@@ -148,8 +169,7 @@ def test_second_ctrl_c_kills_a_stubborn_engine_at_once(tmp_path: Path) -> None:
 
 
 def test_kill_9_of_inferx_leaves_no_engine(tmp_path: Path) -> None:
-    run = Run(tmp_path)
-    os.kill(run.proc.pid, signal.SIGKILL)
+    run = Run(tmp_path, "SIGKILL")
     run.finish()
     run.assert_engine_gone(timeout=20)  # the watchdog: SIGTERM, grace, SIGKILL
     [finished] = run.results().values()  # point 1 kept; point 2 never half-written

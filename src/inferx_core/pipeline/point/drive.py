@@ -140,12 +140,21 @@ async def _run_scheduler(
 
 
 async def _cancel(*tasks: asyncio.Future[Any] | None) -> None:
-    """Cancel the helper tasks of a point and wait until they are gone."""
-    for task in tasks:
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    """Cancel the helper tasks of a point and wait until they are gone.
+
+    A signal that lands as ``scheduler.run()`` returns cancels the point's own task,
+    and that cancellation arrives at this wait: ``asyncio.wait`` lets it propagate
+    (an ``await task`` under ``suppress(CancelledError)`` swallowed it, and the run
+    went on as if no signal had come), while the helpers' own cancellations stay here.
+    """
+    helpers = [task for task in tasks if task is not None]
+    for task in helpers:
+        task.cancel()
+    if helpers:
+        await asyncio.wait(helpers)
+    for task in helpers:
+        if not task.cancelled():
+            task.result()  # a helper's own failure is still raised
 
 
 @dataclass

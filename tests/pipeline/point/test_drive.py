@@ -1,0 +1,62 @@
+"""A signal always ends a point, whatever instant of the point it lands on.
+
+The signal is delivered at the racy instant itself (a hook raises it as the
+scheduler returns), not after a sleep meant to fit a window.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+
+import pytest
+
+from inferx_core.launch import interrupts
+from inferx_core.launch.interrupts import handle_interrupts
+from inferx_core.load.prompts.payloads import COMPLETIONS_PATH, build_completions_payload
+from inferx_core.load.records.request import RequestRecord
+from inferx_core.load.schedule.scheduler import LoadConfig, LoadScheduler, PreparedRequest
+from inferx_core.pipeline.point import drive as drive_module
+from inferx_core.pipeline.point.drive import DrivePlan, drive
+from inferx_core.pipeline.point.requests import BenchTarget, Requests
+from inferx_core.telemetry.recorder import TelemetryRecorder
+from inferx_core.testing import ServerProcess
+
+
+@pytest.fixture
+def clean_signals() -> Iterator[None]:
+    """The signals this test received are not left for the next test to read."""
+    yield
+    interrupts._state.received.clear()
+
+
+def _request(i: int) -> PreparedRequest:
+    payload = build_completions_payload("test-model", "hello world", 4)
+    return PreparedRequest(COMPLETIONS_PATH, payload, RequestRecord(i, 2, 4))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=str)
+def test_a_signal_as_the_scheduler_returns_still_interrupts_the_point(
+    sig: int, monkeypatch: pytest.MonkeyPatch, clean_signals: None
+) -> None:
+    real_run = LoadScheduler.run
+
+    async def run_then_signal(self: LoadScheduler, **kw):  # type: ignore[no-untyped-def]
+        result = await real_run(self, **kw)
+        # the point's task is still registered and not done: the handler cancels it
+        # while it runs, so the cancellation arrives at the point's next wait
+        signal.raise_signal(sig)
+        return result
+
+    monkeypatch.setattr(drive_module.LoadScheduler, "run", run_then_signal)
+    requests = Requests(None, [_request(i) for i in range(6)], [], 6)  # type: ignore[arg-type]
+    with ServerProcess() as server, handle_interrupts():
+        target = BenchTarget(server.base_url, "test-model")
+        config = LoadConfig(max_concurrency=2)
+        plan = DrivePlan(target, requests, config, TelemetryRecorder([]), progress=False)
+        out = drive(plan)
+    # before: the wait for the watchdog task swallowed the cancellation and the run
+    # went on to its next point as if no signal had come
+    assert out.interrupted
+    assert interrupts.was_interrupted()
+    assert [r.ok for r in out.result.records] == [True] * 6  # every finished record kept

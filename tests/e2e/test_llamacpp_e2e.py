@@ -190,6 +190,9 @@ def start_run(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        # a run from a terminal: under `nohup make test` SIGHUP comes in ignored and
+        # InferX rightly keeps it so, which the SIGHUP case would read as a lost signal
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while not engine_procs(proc.pid) and time.monotonic() < deadline:

@@ -25,8 +25,12 @@ from inferx_core.testing import ServerProcess
 
 @pytest.fixture
 def clean_signals() -> Iterator[None]:
-    """The signals this test received are not left for the next test to read."""
+    """SIGHUP as a terminal has it (under ``nohup`` it comes in ignored, and
+    handle_interrupts rightly leaves it so); the signals received are not left for the
+    next test to read."""
+    hangup = signal.signal(signal.SIGHUP, signal.SIG_DFL)
     yield
+    signal.signal(signal.SIGHUP, hangup)
     interrupts._state.received.clear()
 
 

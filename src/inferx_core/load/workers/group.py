@@ -247,8 +247,8 @@ class WorkerGroup:
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            with _interrupt_means_kill(self):
-                self.close()
+            # a Ctrl-C as a finished load closes is still the run's end, not lost here
+            interrupted = _close_or_kill(self) or interrupted
         result, loads = self.collect()
         if interrupted:
             result.cancelled = True
@@ -265,14 +265,20 @@ class WorkerGroup:
         return merge(self.split, records, summaries, notes, unix_offset_ns=unix_offset_ns())
 
 
-@contextlib.contextmanager
-def _interrupt_means_kill(group: WorkerGroup):
-    """A second Ctrl-C while the workers flush kills them instead of waiting."""
+def _close_or_kill(group: WorkerGroup) -> bool:
+    """Close the workers; a Ctrl-C meanwhile kills them instead of waiting (True).
+
+    That Ctrl-C is a second one while the workers flush, or the first one landing just as
+    a load that ended by itself closes: True tells the caller the run was interrupted
+    (before, this swallowed it and ``inferx run`` went on to its next point).
+    """
     try:
-        yield
+        group.close()
     except KeyboardInterrupt:
         for proc in group.procs:
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
         group.close()
+        return True
+    return False

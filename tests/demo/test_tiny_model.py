@@ -120,3 +120,31 @@ def test_seeds_and_determinism(built: Path, tmp_path: Path) -> None:
     assert not np.array_equal(w0["lm_head.weight"], w1["lm_head.weight"])
     # The tokenizer does not depend on the weight seed.
     assert (other / "tokenizer.json").read_bytes() == (built / "tokenizer.json").read_bytes()
+
+
+def test_the_default_size_is_the_demo_model(built: Path) -> None:
+    """``size`` leaves the demo's build as it was: its config holds MODEL_DIMS and its
+    marker names them (tiny is the default, and the same build)."""
+    assert tm.SIZES["tiny"] == tm.MODEL_DIMS
+    cfg = _config(built)
+    assert {k: cfg[k] for k in tm.MODEL_DIMS} == tm.MODEL_DIMS
+    marker = json.loads((built / tm.MARKER_NAME).read_text())
+    assert marker["params"]["dims"] == tm.MODEL_DIMS
+    assert tm.is_cached(built, seed=0, size="tiny") and not tm.is_cached(built, size="small")
+
+
+def test_the_small_size_is_written_with_its_shape(tmp_path: Path, capsys) -> None:
+    """``--size small`` (the e2e audit tests' engine model): the written config and
+    weights have its dimensions, the tokenizer is the demo's, the marker tells it apart."""
+    small = tmp_path / "small"
+    assert tm.main([str(small), "--size", "small"]) == 0
+    cfg = _config(small)
+    assert {k: cfg[k] for k in tm.SIZES["small"]} == tm.SIZES["small"]
+    assert (cfg["hidden_size"], cfg["num_hidden_layers"]) == (1024, 8)
+    weights = load_file(str(small / "model.safetensors"))
+    expected = tm.expected_weight_shapes(cfg)
+    assert {k: v.shape for k, v in weights.items()} == expected
+    assert tm.is_cached(small, size="small") and not tm.is_cached(small, size="tiny")
+    with pytest.raises(ValueError, match="size 'huge' is not one of tiny, small"):
+        tm.build_tiny_model(tmp_path / "huge", size="huge")
+    assert not (tmp_path / "huge").exists()

@@ -22,7 +22,13 @@ build is returned untouched.
 Writes are atomic (a temporary directory beside ``dest`` renamed into place),
 so a crashed or concurrent build never leaves a half-written model behind.
 
-Command line: ``python -m inferx_core.demo.tiny_model DEST [--seed N] [--overwrite]``.
+``size`` picks the shape: ``tiny`` (the demo's: hidden 256, 2 layers, ~10 MB) or
+``small`` (hidden 1024, 8 layers, ~410 MB), whose decode step on one CPU core is
+tens of ms instead of the few ms of vLLM's own overhead, so a client's read
+jitter is small against it (tests/e2e/test_audit_tools_e2e.py holds the tools'
+latencies to InferX's on it).
+
+Command line: ``python -m inferx_core.demo.tiny_model DEST [--seed N] [--size S] [--overwrite]``.
 """
 
 from __future__ import annotations
@@ -72,6 +78,15 @@ MODEL_DIMS: dict[str, Any] = {
     "rope_theta": 10000.0,
 }
 
+#: The shapes by name: ``tiny`` is the demo's (its build unchanged by the option). ``small``
+#: decoded one token in 17-25 ms on one core of this 2-core machine with vLLM CPU 0.32 held
+#: to it (float32; 30-57 ms with the core shared at load average 3-5), against 4-10 ms for
+#: ``tiny`` and 11-17 ms for hidden 768 / 6 layers.
+SIZES: dict[str, dict[str, Any]] = {
+    "tiny": MODEL_DIMS,
+    "small": MODEL_DIMS | {"hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 8},
+}
+
 #: Jinja chat template: one line per turn, ``</s>`` closes each turn.
 CHAT_TEMPLATE = (
     "{{ bos_token }}"
@@ -99,7 +114,7 @@ def _source_sha() -> str:
     return digest.hexdigest()
 
 
-def _params(seed: int) -> dict[str, Any]:
+def _params(seed: int, size: str = "tiny") -> dict[str, Any]:
     return {
         "builder_version": BUILDER_VERSION,
         "builder_source_sha256": _source_sha(),
@@ -108,15 +123,15 @@ def _params(seed: int) -> dict[str, Any]:
         "corpus_seed": CORPUS_SEED,
         "corpus_sentences": CORPUS_SENTENCES,
         "weight_std": WEIGHT_STD,
-        "dims": MODEL_DIMS,
+        "dims": SIZES[size],
         "special_tokens": list(SPECIAL_TOKENS),
         "chat_template": CHAT_TEMPLATE,
     }
 
 
-def params_hash(seed: int = 0) -> str:
+def params_hash(seed: int = 0, size: str = "tiny") -> str:
     """SHA-256 of the canonical JSON of every input that shapes the build."""
-    blob = json.dumps(_params(seed), sort_keys=True, separators=(",", ":"))
+    blob = json.dumps(_params(seed, size), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -189,9 +204,8 @@ def _write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def _model_config(ids: dict[str, int], vocab: int) -> dict[str, Any]:
+def _model_config(ids: dict[str, int], vocab: int, dims: dict[str, Any]) -> dict[str, Any]:
     """The ``LlamaForCausalLM`` ``config.json`` for the trained tokenizer's ids."""
-    dims = MODEL_DIMS
     return {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
@@ -244,13 +258,13 @@ def _write_tokenizer_configs(out: Path, ids: dict[str, int]) -> None:
     )
 
 
-def _write_model(out: Path, seed: int) -> None:
+def _write_model(out: Path, seed: int, size: str) -> None:
     from safetensors.numpy import save_file
 
     tok = build_tokenizer()
     tok.save(str(out / "tokenizer.json"))
     ids = {name: tok.token_to_id(name) for name in SPECIAL_TOKENS}
-    config = _model_config(ids, tok.get_vocab_size(with_added_tokens=True))
+    config = _model_config(ids, tok.get_vocab_size(with_added_tokens=True), SIZES[size])
     _write_json(out / "config.json", config)
     _write_tokenizer_configs(out, ids)
     tensors = _weights(config, seed, printable_token_mask(tok))
@@ -259,8 +273,8 @@ def _write_model(out: Path, seed: int) -> None:
         out / MARKER_NAME,
         {
             "builder_version": BUILDER_VERSION,
-            "params_hash": params_hash(seed),
-            "params": _params(seed),
+            "params_hash": params_hash(seed, size),
+            "params": _params(seed, size),
             "files": list(MODEL_FILES),
         },
     )
@@ -274,30 +288,35 @@ def _read_marker(dest: Path) -> dict[str, Any] | None:
     return marker if isinstance(marker, dict) else None
 
 
-def is_cached(dest: Path, *, seed: int = 0) -> bool:
-    """True when ``dest`` holds a complete build of this builder version and ``seed``."""
+def is_cached(dest: Path, *, seed: int = 0, size: str = "tiny") -> bool:
+    """True when ``dest`` holds a complete build of this builder version, ``seed`` and
+    ``size``."""
     dest = Path(dest)
     marker = _read_marker(dest)
     if marker is None:
         return False
     return (
         marker.get("builder_version") == BUILDER_VERSION
-        and marker.get("params_hash") == params_hash(seed)
+        and marker.get("params_hash") == params_hash(seed, size)
         and all((dest / name).is_file() for name in MODEL_FILES)
     )
 
 
-def build_tiny_model(dest: Path, *, seed: int = 0, overwrite: bool = False) -> Path:
+def build_tiny_model(
+    dest: Path, *, seed: int = 0, overwrite: bool = False, size: str = "tiny"
+) -> Path:
     """Write a tiny random ``LlamaForCausalLM`` (HF format) to ``dest``; return ``dest``.
 
     Returns at once when ``dest`` already holds a complete build with the same
     builder version and parameters. A stale build by this builder (other seed
     or version) is replaced. Any other existing non-empty ``dest`` raises
     :class:`FileExistsError` unless ``overwrite`` is true. Build time is about a
-    second; the model is ~10 MB (float32).
+    second; the model is ~10 MB (float32); ``size="small"``: ~4 s, ~410 MB.
     """
+    if size not in SIZES:
+        raise ValueError(f"size {size!r} is not one of {', '.join(SIZES)}")
     dest = Path(dest).absolute()
-    if not overwrite and is_cached(dest, seed=seed):
+    if not overwrite and is_cached(dest, seed=seed, size=size):
         return dest
     if dest.exists():
         ours = _read_marker(dest) is not None
@@ -309,13 +328,13 @@ def build_tiny_model(dest: Path, *, seed: int = 0, overwrite: bool = False) -> P
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
     try:
-        _write_model(tmp, seed)
+        _write_model(tmp, seed, size)
         os.chmod(tmp, 0o755)  # mkdtemp makes it 0700
         for f in tmp.iterdir():
             os.chmod(f, 0o644)  # safetensors writes 0600
         for _ in range(3):
             if dest.is_dir() and not dest.is_symlink():
-                if not overwrite and is_cached(dest, seed=seed):
+                if not overwrite and is_cached(dest, seed=seed, size=size):
                     return dest  # a concurrent build finished first
                 shutil.rmtree(dest)
             elif dest.exists() or dest.is_symlink():
@@ -338,10 +357,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("dest", type=Path, help="output directory")
     parser.add_argument("--seed", type=int, default=0, help="weight seed (default 0)")
+    parser.add_argument("--size", choices=list(SIZES), default="tiny", help="shape (default tiny)")
     parser.add_argument("--overwrite", action="store_true", help="replace any existing dest")
     args = parser.parse_args(argv)
     try:
-        path = build_tiny_model(args.dest, seed=args.seed, overwrite=args.overwrite)
+        path = build_tiny_model(args.dest, seed=args.seed, overwrite=args.overwrite, size=args.size)
     except FileExistsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

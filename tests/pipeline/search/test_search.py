@@ -17,6 +17,7 @@ import pytest
 from scripted_search import OPEN_VALIDITY, SERVER, SLO_FLAG, TTFT_LIMIT_MS
 
 from inferx_core.config.models import BenchConfig
+from inferx_core.metrics.knee import LevelFigures, find_knee
 from inferx_core.pipeline.search.running import run_search
 from inferx_core.results.read import load_results
 from inferx_core.results.search_files import load_search_summaries
@@ -60,10 +61,24 @@ def test_the_search_finds_the_known_capacity(capacity: int, slo: dict, tmp_path:
         assert result.flat()["search"]["id"] == s.search_id
     assert s.capacity_point_id in {r.point_id for r in loaded.results}
     assert s.at_capacity["output_throughput"] is not None
-    # the knee, without the SLO, from the same probes: where throughput stops rising; a
-    # 16-prompt probe's throughput moves a few % on a loaded machine, so the flat step
-    # K -> K+1 can read as a small rise and the knee as K+1 (seen: K=6, knee 7)
-    assert s.knee is not None and capacity <= s.knee.level <= capacity + 1, s.knee
+    # the knee, without the SLO, from the same probes as written: where throughput stops
+    # rising. Past K this server's throughput still rises a few % a step (a queued request
+    # takes a slot at once, while at K the slot idles for the client's turn-around, longer
+    # on a loaded machine): K=6 measured +2.8% to +4.1% for 6 -> 7 (the knee rule's bound
+    # is +4.2%) and +3.0% to +3.4% for 7 -> 8 (bound +3.6%), so on a loaded machine no step
+    # past K may read as flat and the knee is rightly none. What holds every time: the
+    # summary's knee is the rule's answer on the written points, never below K
+    figures = [
+        LevelFigures(
+            r.identity.concurrency, r.flat()["output_throughput"], r.flat()["mean_e2el_ms"]
+        )
+        for r in loaded.results
+        if r.status == "ok"
+    ]
+    knee = find_knee(figures)
+    said = s.knee and (s.knee.level, s.knee.next_level)
+    assert said == (knee and (knee.level, knee.next_level)), (s.knee, knee)
+    assert s.knee is None or capacity <= s.knee.level <= capacity + 1, s.knee
     [again], skipped = load_search_summaries([tmp_path])
     assert again == s and not skipped
 

@@ -11,6 +11,7 @@ in parallel; ``make test`` runs everything.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -50,3 +51,15 @@ def _forget_remembered_secrets() -> Iterator[None]:
     from inferx_core.config.secrets import forget_secrets
 
     forget_secrets()
+
+
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """Ctrl-C (SIGINT) raises KeyboardInterrupt in this process, as in a terminal.
+
+    A shell's background job (``make test &``, ``nohup make test-fast &``) starts with
+    SIGINT ignored and Python then leaves it so: a test that sends itself a Ctrl-C saw
+    nothing happen and failed on every such run (DID NOT RAISE)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

@@ -115,7 +115,9 @@ def test_a_normal_stop_releases_the_watchdog(tree: Path, tmp_path: Path) -> None
     assert watchdog.proc.poll() == 0  # exited on the release byte, killed nothing
 
 
-def test_ctrl_c_during_the_stop_grace_kills_at_once(tree: Path, tmp_path: Path) -> None:
+def test_ctrl_c_during_the_stop_grace_kills_at_once(
+    tree: Path, tmp_path: Path, ctrl_c_raises: None
+) -> None:
     spec = LaunchSpec(engine="fake", argv=(sys.executable, str(tree)), port=free_port())
     handle = ProcessLauncher().start(spec, tmp_path / "run")
     wait_for(lambda: "PIDS" in handle.log_tail())

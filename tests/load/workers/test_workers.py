@@ -10,10 +10,8 @@ from __future__ import annotations
 import _thread
 import itertools
 import os
-import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -217,16 +215,6 @@ def test_a_dead_worker_stops_the_load_and_keeps_its_records(
     others = [r for r in out.result.records if r.worker == 1]
     assert len(others) < 20 and others[-1].error_kind == "cancelled"  # stopped, flushed
     assert out.workers[0].error and "code -9" in out.workers[0].error
-
-
-@pytest.fixture
-def ctrl_c_raises() -> Iterator[None]:
-    """Ctrl-C raises KeyboardInterrupt in this process, as in a terminal: a shell's
-    background job (``make test &``) starts with SIGINT ignored, Python then leaves it
-    so, and ``_thread.interrupt_main`` does nothing (the Ctrl-C test failed every time)."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
 
 
 def test_ctrl_c_keeps_every_finished_record(

@@ -15,10 +15,11 @@ import itertools
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from http_stub import serving
 
 from inferx_core.config.models import BenchConfig, LoadProfile, ValidityLimits, Workload
 from inferx_core.metrics.requests import judged_request
@@ -72,13 +73,8 @@ class _SheddingVllm(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _SheddingVllm)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
+    with serving(_SheddingVllm) as url:
+        yield url
 
 
 def test_shed_replies_leave_the_anatomy_and_the_acceptance(server: str, tmp_path: Path) -> None:

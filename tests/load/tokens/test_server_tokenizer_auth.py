@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from http_stub import serving
 
 from inferx_core.load.tokens.counter import resolve_token_counter
 from inferx_core.load.tokens.server_tokenizer import ServerTokenizer
@@ -44,14 +44,8 @@ class _AuthTokenizeHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def auth_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _AuthTokenizeHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_AuthTokenizeHandler) as url:
+        yield f"{url}/v1"
 
 
 def test_probe_with_the_key_counts_on_the_server(auth_server: str) -> None:

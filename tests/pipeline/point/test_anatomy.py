@@ -9,13 +9,13 @@ chunk's ``metrics`` object, as vLLM does.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from http_stub import serving
 
 from inferx_core.config.models import BenchConfig, LoadProfile, Workload
 from inferx_core.pipeline.bench.api import run_bench
@@ -69,13 +69,8 @@ class _VllmLike(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _VllmLike)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
+    with serving(_VllmLike) as url:
+        yield url
 
 
 def test_the_written_result_and_sidecar_carry_the_engines_clock(

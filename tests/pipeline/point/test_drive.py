@@ -6,6 +6,7 @@ scheduler returns), not after a sleep meant to fit a window.
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from collections.abc import Iterator
 
@@ -64,3 +65,67 @@ def test_a_signal_as_the_scheduler_returns_still_interrupts_the_point(
     assert out.interrupted
     assert interrupts.was_interrupted()
     assert [r.ok for r in out.result.records] == [True] * 6  # every finished record kept
+
+
+def test_a_signal_after_a_helper_failed_still_writes_the_point_interrupted(
+    monkeypatch: pytest.MonkeyPatch, clean_signals: None
+) -> None:
+    """The point's watchdog failed (its abort check raised) and then a signal came: the
+    signal is what ends the point. Before, the helper's error replaced the cancellation
+    in drive's cleanup and the interrupted point crashed with the helper's traceback."""
+    failed: list[int] = []
+
+    def broken_check() -> str | None:
+        failed.append(1)
+        raise RuntimeError("the engine watchdog broke")
+
+    real_run = LoadScheduler.run
+
+    async def run_then_signal(self: LoadScheduler, **kw):  # type: ignore[no-untyped-def]
+        result = await real_run(self, **kw)
+        while not failed:  # the watchdog polls every ABORT_POLL_S
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)  # its task has ended with the error
+        signal.raise_signal(signal.SIGTERM)
+        await asyncio.sleep(5)  # the load still running: the cancellation lands here
+        return result
+
+    monkeypatch.setattr(drive_module.LoadScheduler, "run", run_then_signal)
+    requests = Requests(None, [_request(i) for i in range(4)], [], 4)  # type: ignore[arg-type]
+    with ServerProcess() as server, handle_interrupts():
+        target = BenchTarget(server.base_url, "test-model")
+        plan = DrivePlan(
+            target, requests, LoadConfig(max_concurrency=2), TelemetryRecorder([]),
+            progress=False, abort_check=broken_check,
+        )  # fmt: skip
+        out = drive(plan)
+    assert out.interrupted and interrupts.was_interrupted()
+    assert [r.ok for r in out.result.records] == [True] * 4
+
+
+def test_a_helper_failure_without_a_signal_is_still_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not hidden either: a watchdog that breaks during a point that ends by itself fails it."""
+    failed: list[int] = []
+
+    def broken_check() -> str | None:
+        failed.append(1)
+        raise RuntimeError("the engine watchdog broke")
+
+    real_run = LoadScheduler.run
+
+    async def run_until_it_broke(self: LoadScheduler, **kw):  # type: ignore[no-untyped-def]
+        result = await real_run(self, **kw)
+        while not failed:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        return result
+
+    monkeypatch.setattr(drive_module.LoadScheduler, "run", run_until_it_broke)
+    requests = Requests(None, [_request(i) for i in range(2)], [], 2)  # type: ignore[arg-type]
+    with ServerProcess() as server, pytest.raises(RuntimeError, match="watchdog broke"):
+        target = BenchTarget(server.base_url, "test-model")
+        plan = DrivePlan(
+            target, requests, LoadConfig(max_concurrency=2), TelemetryRecorder([]),
+            progress=False, abort_check=broken_check,
+        )  # fmt: skip
+        drive(plan)

@@ -134,27 +134,34 @@ async def _run_scheduler(
         try:
             with cancel_on_interrupt():  # SIGTERM/SIGHUP/Ctrl-C cancel this task, as asyncio.run
                 result = await scheduler.run()
-        finally:
-            await _cancel(watch, probe)
+        except BaseException:
+            # the point's own end (a signal's cancellation, its error) is what propagates:
+            # a helper's failure raised here would replace it, and an interrupted point
+            # would crash with the helper's traceback instead of being written
+            await _cancel(watch, probe, raise_failure=False)
+            raise
+        await _cancel(watch, probe)
     return result, abort_reason
 
 
-async def _cancel(*tasks: asyncio.Future[Any] | None) -> None:
+async def _cancel(*tasks: asyncio.Future[Any] | None, raise_failure: bool = True) -> None:
     """Cancel the helper tasks of a point and wait until they are gone.
 
     A signal that lands as ``scheduler.run()`` returns cancels the point's own task,
     and that cancellation arrives at this wait: ``asyncio.wait`` lets it propagate
     (an ``await task`` under ``suppress(CancelledError)`` swallowed it, and the run
     went on as if no signal had come), while the helpers' own cancellations stay here.
+    A helper's own failure is raised when ``raise_failure`` (the first of them; each is
+    retrieved, so asyncio logs none as never retrieved).
     """
     helpers = [task for task in tasks if task is not None]
     for task in helpers:
         task.cancel()
     if helpers:
         await asyncio.wait(helpers)
-    for task in helpers:
-        if not task.cancelled():
-            task.result()  # a helper's own failure is still raised
+    failures = [t.exception() for t in helpers if not t.cancelled() and t.exception()]
+    if failures and raise_failure:
+        raise failures[0]
 
 
 @dataclass

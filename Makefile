@@ -51,7 +51,7 @@ test:
 # Two workers per core: most of the lane's time is waiting on scripted servers
 # (a search probe's ~305 ms generations), not CPU. Fresh clone, quiet 2 cores:
 # 432 s of tests with one worker per core, 288 s with two (docs/testing.md).
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN) * 2 )))
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --dist worksteal -q
 

@@ -10,7 +10,7 @@ The light load must be one a client can read, and the tiny model's is not: its t
 come every ~4 ms (vLLM's own Python overhead), and beside an engine on both cores every
 client read them in bursts (InferX 46% zero chunk gaps, AIPerf 67%, GuideLLM sent p99
 50-113 ms late). So it is served from the same builder's ``small`` model (hidden 1024,
-8 layers: a decode step of ~30-40 ms on one core, a first token in ~100 ms), by an engine
+8 layers: a decode step of ~17-25 ms on one core, a first token in ~70-85 ms), by an engine
 held to core 0 (its process tree's affinity, ``VLLM_CPU_OMP_THREADS_BIND=0`` and one OMP
 thread), every client on core 1. The tool and InferX run ONE AFTER THE OTHER, InferX
 before and after each tool (at the same time, the two clients' requests met in the engine
@@ -23,7 +23,7 @@ each InferX run is valid by its own verdict, the output throughput is within
 :data:`TOLERANCE` of both InferX runs, and its median TTFT and median TPOT lie within
 :data:`TIMING_TOLERANCE` of each InferX run around it once both are taken at the same
 engine speed (the ratio of the engine's own clock, its /metrics TTFT and decode sums,
-over the two runs: core 0's speed moved by up to 18% between runs). The agreement
+over the two runs: core 0's speed moved by up to 37% between runs). The agreement
 measured is printed (``-s``); the figures behind the tolerances are at the constants.
 
 Slow (two vLLM starts, each tool's start-up, five ~20 s runs); `make test` sets
@@ -75,11 +75,11 @@ pytestmark = pytest.mark.engine
 #: up to one arrival gap before its first send: 1 s of ~20).
 TOLERANCE = 0.15
 #: The tool's median TTFT and median TPOT against each InferX run before and after it, each
-#: taken at the engine's speed in its own run. Measured (5 runs compared in each of two
-#: test runs, load average 2 quiet and 4 beside two busy loops): AIPerf TPOT -1.2% to
-#: -4.9%, TTFT -0.9% to +4.2%; GuideLLM TPOT -4.3% to +3.3%, TTFT -3.0% to +7.5%; the
-#: engine's own speed moved by up to 18% between the runs (x0.82), which the correction
-#: takes out. Throughput: AIPerf -4.6% to -5.0%, GuideLLM -0.1% to +0.3%.
+#: taken at the engine's speed in its own run. Measured in four test runs (quiet; beside two
+#: busy loops at load average 4; in a fresh clone's .ci/run; once more at load 2.8): AIPerf
+#: TPOT -7.7% to +6.0%, TTFT -3.0% to +7.0%; GuideLLM TPOT -4.3% to +4.1%, TTFT -3.3% to
+#: +7.5%. The engine's own speed moved by up to 37% between two runs (x1.367), which the
+#: correction takes out. Throughput: AIPerf -4.6% to -5.5%, GuideLLM -0.8% to +0.3%.
 TIMING_TOLERANCE = 0.15
 #: The light load of both tools and InferX: constant arrivals at 1 req/s, each request
 #: done in ~0.7 s (16 tokens), so each runs alone in the engine (c caps in flight).
@@ -266,7 +266,6 @@ def light_runs(
     root = tmp_path_factory.mktemp("light")
     engine = _serve(engine_python, small_model, root, ENGINE_CORE)
     url = next(engine)
-    _warm(url)
 
     def ours(name: str) -> list[str]:
         # no warmup: the tools send none, and InferX's (one per slot, all at once) would
@@ -282,6 +281,7 @@ def light_runs(
         "inferx-3": ours("inferx-3"),
     }
     try:
+        _warm(url)
         yield {name: _run(argv, root / name, url) for name, argv in plan.items()}
     finally:
         engine.close()
@@ -320,13 +320,18 @@ def _held_to_inferx(
         assert name in checks and checks[name]["passed"], checks.get(name, failing(found))
     assert found["trustworthy"], (failing(found), found["diagnosis"][:1])
     off, shown = [], []
+    for beside in [run, *(inferx_run for _, inferx_run in around)]:
+        # the engine's clock saw each run's requests (a renamed or missing metric would
+        # make every speed NaN, and a NaN comparison passes anything)
+        assert beside.engine["requests"] == LIGHT["n"], beside.engine
     for ours, beside in around:
         for key, (value, other) in _figures(theirs, ours).items():
             speed = _SPEED.get(key)
             drift = run.engine[speed] / beside.engine[speed] if speed else 1.0
+            assert math.isfinite(drift) and drift > 0, (key, run.engine, beside.engine)
             agree = value / other / drift - 1
             shown.append(f"{key} {value:.2f} vs {other:.2f} (engine x{drift:.3f}): {agree:+.1%}")
-            if abs(agree) > (TOLERANCE if key == "output tok/s" else TIMING_TOLERANCE):
+            if not abs(agree) <= (TOLERANCE if key == "output tok/s" else TIMING_TOLERANCE):
                 off.append(shown[-1])
     load = os.getloadavg()[0]
     print(f"\n{tool} vs InferX before, after (load average {load:.1f}):", *shown, sep="\n  ")

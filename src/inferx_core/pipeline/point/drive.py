@@ -131,17 +131,27 @@ async def _run_scheduler(
         watch = asyncio.ensure_future(watchdog())
         # the client's own lag, measured on the loop that stamps every chunk
         probe = asyncio.ensure_future(meter.probe()) if meter is not None else None
-        try:
-            with cancel_on_interrupt():  # SIGTERM/SIGHUP/Ctrl-C cancel this task, as asyncio.run
-                result = await scheduler.run()
-        except BaseException:
-            # the point's own end (a signal's cancellation, its error) is what propagates:
-            # a helper's failure raised here would replace it, and an interrupted point
-            # would crash with the helper's traceback instead of being written
-            await _cancel(watch, probe, raise_failure=False)
-            raise
-        await _cancel(watch, probe)
+        result = await _run_beside(scheduler, watch, probe)
     return result, abort_reason
+
+
+async def _run_beside(
+    scheduler: LoadScheduler, *helpers: asyncio.Future[Any] | None
+) -> ScheduleResult:
+    """``scheduler.run()``, its helper tasks ended with it.
+
+    The point's own end (a signal's cancellation, its error) is what propagates: a
+    helper's failure raised then would replace it, and an interrupted point would crash
+    with the helper's traceback instead of being written.
+    """
+    try:
+        with cancel_on_interrupt():  # SIGTERM/SIGHUP/Ctrl-C cancel this task, as asyncio.run
+            result = await scheduler.run()
+    except BaseException:
+        await _cancel(*helpers, raise_failure=False)
+        raise
+    await _cancel(*helpers)
+    return result
 
 
 async def _cancel(*tasks: asyncio.Future[Any] | None, raise_failure: bool = True) -> None:
@@ -159,9 +169,10 @@ async def _cancel(*tasks: asyncio.Future[Any] | None, raise_failure: bool = True
         task.cancel()
     if helpers:
         await asyncio.wait(helpers)
-    failures = [t.exception() for t in helpers if not t.cancelled() and t.exception()]
-    if failures and raise_failure:
-        raise failures[0]
+    failures = [t.exception() for t in helpers if not t.cancelled()]
+    first = next((failure for failure in failures if failure is not None), None)
+    if first is not None and raise_failure:
+        raise first
 
 
 @dataclass

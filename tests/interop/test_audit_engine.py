@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 import pytest
+from audit_tools import checks_by_name
 
 from inferx_core.cli.app import main
 
@@ -40,7 +41,7 @@ def test_every_tool_of_the_same_load_is_read_and_judged(capsys) -> None:
 def test_aiperf_workers_falling_behind_are_caught(capsys) -> None:
     _, audits = _audits(capsys)
     aiperf = audits["AIPerf"]
-    delay = {c["name"]: c for c in aiperf["validity"]["checks"]}["client_dispatch_delay"]
+    delay = checks_by_name(aiperf)["client_dispatch_delay"]
     assert not aiperf["trustworthy"] and not delay["passed"] and delay["value"] > 25
     assert aiperf["diagnosis"][0]["rule"] == "starved_client"
     assert "--workers-max" in aiperf["diagnosis"][0]["fix"]
@@ -54,7 +55,7 @@ def test_what_the_files_cannot_show_is_said(capsys) -> None:
 
 def test_vllm_role_chunk_is_seen_and_judged_harmless(capsys) -> None:
     _, audits = _audits(capsys)
-    checks = {c["name"]: c for c in audits["vllm bench serve"]["validity"]["checks"]}
+    checks = checks_by_name(audits["vllm bench serve"])
     first = checks["first_chunk_without_token"]
     assert first["passed"] and first["why"].startswith("23 of 48 replies began with a chunk")
     assert checks["usage_cross_check"]["passed"]

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from audit_tools import checks_by_name
 
 from inferx_core.cli.app import main
 from inferx_core.interop.guidellm import NO_CHUNK_TIMES
@@ -21,10 +22,6 @@ VLLM_COMPLETIONS = FIXTURES / "vllm" / "vllm-c2-completions.json"
 def _audit(capsys: pytest.CaptureFixture[str], path: Path) -> tuple[int, dict]:
     code = main(["audit", "--json", str(path)])
     return code, json.loads(capsys.readouterr().out)["audits"][0]
-
-
-def _checks(audit: dict) -> dict[str, dict]:
-    return {c["name"]: c for c in audit["validity"]["checks"]}
 
 
 def test_guidellm_benchmark_imports_with_what_it_cannot_tell(tmp_path: Path, capsys) -> None:
@@ -46,7 +43,7 @@ def test_guidellm_benchmark_imports_with_what_it_cannot_tell(tmp_path: Path, cap
 
 def test_guidellm_own_warnings_are_kept_in_the_verdict(capsys) -> None:
     code, audit = _audit(capsys, GUIDELLM)
-    warned = _checks(audit)["guidellm_warning.generation_delay_ttft"]
+    warned = checks_by_name(audit)["guidellm_warning.generation_delay_ttft"]
     assert code == 0 and warned["severity"] == "marks" and not warned["passed"]
     assert warned["why"].startswith("GuideLLM warned: mean generation delay")
     assert audit["diagnosis"][0]["rule"] == "tool_warned"
@@ -58,7 +55,7 @@ def test_guidellm_requests_removed_are_caught(tmp_path: Path, capsys) -> None:
     (tmp_path / "g").mkdir()
     (tmp_path / "g" / "benchmarks.json").write_text(json.dumps(data))
     code, audit = _audit(capsys, tmp_path / "g")
-    check = _checks(audit)["records_complete"]
+    check = checks_by_name(audit)["records_complete"]
     assert code == 1 and not check["passed"] and (check["value"], check["limit"]) == (25.0, 30.0)
 
 
@@ -70,14 +67,14 @@ def test_guidellm_whole_reply_in_one_read_is_caught(tmp_path: Path, capsys) -> N
     (tmp_path / "g").mkdir()
     (tmp_path / "g" / "benchmarks.json").write_text(json.dumps(data))
     _, audit = _audit(capsys, tmp_path / "g")
-    assert not _checks(audit)["whole_reply_at_once"]["passed"]
+    assert not checks_by_name(audit)["whole_reply_at_once"]["passed"]
     assert audit["diagnosis"][0]["rule"] == "starved_client"
 
 
 def test_vllm_chat_ttft_taken_at_the_role_chunk_is_caught(capsys) -> None:
     """vLLM 0.32's chat client stamps TTFT at the scripted server's role-only chunk."""
     code, audit = _audit(capsys, VLLM_CHAT)
-    checks = _checks(audit)
+    checks = checks_by_name(audit)
     assert code == 1 and not checks["first_chunk_without_token"]["passed"]
     assert checks["first_chunk_without_token"]["value"] == 1.0
     # the records start at the first token: usage agrees, TTFT is the server's ~50 ms
@@ -109,7 +106,7 @@ def test_vllm_usage_edited_is_caught(tmp_path: Path, capsys) -> None:
     _, audit = _audit(capsys, edited)
     assert (
         "usage says 200 completion tokens, max_tokens was 16"
-        in (_checks(audit)["usage_cross_check"]["why"])
+        in (checks_by_name(audit)["usage_cross_check"]["why"])
     )
 
 
@@ -120,7 +117,7 @@ def test_vllm_requests_removed_are_caught(tmp_path: Path, capsys) -> None:
     edited = tmp_path / "removed.json"
     edited.write_text(json.dumps(data))
     _, audit = _audit(capsys, edited)
-    assert not _checks(audit)["records_complete"]["passed"]
+    assert not checks_by_name(audit)["records_complete"]["passed"]
 
 
 def test_a_file_copied_twice_imports_twice(tmp_path: Path, capsys) -> None:

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from audit_tools import checks_by_name
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,10 +30,6 @@ def _audit(capsys: pytest.CaptureFixture[str], *paths: Path) -> tuple[int, list[
     return code, json.loads(capsys.readouterr().out)["audits"]
 
 
-def _checks(audit: dict) -> dict[str, dict]:
-    return {c["name"]: c for c in audit["validity"]["checks"]}
-
-
 def _copy(tmp_path: Path, src: Path = CLEAN) -> Path:
     dest = tmp_path / src.name
     shutil.copytree(src, dest)
@@ -46,7 +43,7 @@ def _entries(folder: Path) -> list[dict]:
 def test_the_summary_with_its_per_request_report_is_judged_per_request(capsys) -> None:
     code, audits = _audit(capsys, CLEAN / SUMMARY)
     (audit,) = audits
-    checks = _checks(audit)
+    checks = checks_by_name(audit)
     n = len(_entries(CLEAN))
     assert checks["records_complete"]["passed"] and checks["records_complete"]["value"] == n
     for name in ("usage_cross_check", "chunk_coalescing", "whole_reply_at_once", "output_length"):
@@ -75,7 +72,7 @@ def test_the_records_are_written_beside_the_imported_result(tmp_path: Path) -> N
 
 def test_coalesced_reads_in_a_starved_run_are_caught_per_request(capsys) -> None:
     _, (audit,) = _audit(capsys, STARVED / SUMMARY)
-    checks = _checks(audit)
+    checks = checks_by_name(audit)
     assert not checks["chunk_coalescing"]["passed"], checks["chunk_coalescing"]["why"]
     assert not audit["trustworthy"]
     assert audit["diagnosis"][0]["rule"] == "starved_client"
@@ -85,7 +82,7 @@ def test_its_own_token_count_doubling_the_throughput_is_caught(capsys) -> None:
     """Without use_server_output_tokens inference-perf counts with its tokenizer: 33 tokens
     per reply where the server generated 16, so its throughput and TPOT are off 2x."""
     _, (audit,) = _audit(capsys, OWN_TOKENIZER / SUMMARY)
-    check = _checks(audit)["tool_token_count"]
+    check = checks_by_name(audit)["tool_token_count"]
     assert not check["passed"] and "33.0 against 16.0" in check["why"]
     assert audit["diagnosis"][0]["rule"] == "usage_disagrees"
     figures = json.loads((OWN_TOKENIZER / SUMMARY).read_text())["successes"]
@@ -97,7 +94,7 @@ def test_requests_removed_are_caught(tmp_path: Path, capsys) -> None:
     entries = _entries(folder)
     (folder / PER_REQUEST_NAME).write_text(json.dumps(entries[:-3]))
     _, (audit,) = _audit(capsys, folder / SUMMARY)
-    check = _checks(audit)["records_complete"]
+    check = checks_by_name(audit)["records_complete"]
     assert not check["passed"] and check["value"] == len(entries) - 3
     assert audit["diagnosis"][0]["rule"] == "incomplete_file"
 
@@ -108,7 +105,7 @@ def test_edited_usage_is_caught(tmp_path: Path, capsys) -> None:
     entries[2]["info"]["response_metrics"]["server_usage"]["completion_tokens"] = 1600
     (folder / PER_REQUEST_NAME).write_text(json.dumps(entries))
     _, (audit,) = _audit(capsys, folder / SUMMARY)
-    assert not _checks(audit)["usage_cross_check"]["passed"]
+    assert not checks_by_name(audit)["usage_cross_check"]["passed"]
 
 
 def test_a_folder_holds_one_run_per_report_not_a_second_of_the_requests(capsys) -> None:
@@ -124,7 +121,7 @@ def test_the_per_request_report_alone_is_a_run_of_its_records(tmp_path: Path, ca
     _, (audit,) = _audit(capsys, alone / PER_REQUEST_NAME)
     assert audit["tool"] == "inference-perf"
     assert SUMMARY in audit["not_judged"]["records_complete"]
-    assert _checks(audit)["chunk_coalescing"]["passed"]
+    assert checks_by_name(audit)["chunk_coalescing"]["passed"]
 
 
 def test_importing_the_per_request_report_beside_its_summary_names_the_summary(

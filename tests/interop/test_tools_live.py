@@ -23,6 +23,7 @@ from audit_tools import (
     agreement,
     assert_agree,
     audit,
+    checks_by_name,
     failing,
     finished,
     guidellm_argv,
@@ -74,7 +75,7 @@ def test_aiperf_clean_run_passes_and_agrees_with_inferx(
         run = run_aiperf(aiperf_bin, server.base_url, tmp_path / "aiperf", tokenizer, **CLEAN)
     found = audit(capsys, run)
     assert found["trustworthy"], failing(found)
-    delay = {c["name"]: c for c in found["validity"]["checks"]}["client_dispatch_delay"]
+    delay = checks_by_name(found)["client_dispatch_delay"]
     assert delay["passed"], delay["why"]  # judged, and AIPerf kept its schedule
     theirs = imported(run / "profile_export_aiperf.json", tmp_path / "imported")
     pairs = agreement(theirs, inferx_result(tmp_path / "inferx"))

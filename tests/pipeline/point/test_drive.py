@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -40,6 +40,39 @@ def _request(i: int) -> PreparedRequest:
     return PreparedRequest(COMPLETIONS_PATH, payload, RequestRecord(i, 2, 4))
 
 
+def _requests(n: int) -> Requests:
+    return Requests(None, [_request(i) for i in range(n)], [], n)  # type: ignore[arg-type]
+
+
+def _plan(
+    server: ServerProcess, n: int, abort_check: Callable[[], str | None] | None = None
+) -> DrivePlan:
+    """A point of ``n`` requests, two at a time, against the scripted server."""
+    target = BenchTarget(server.base_url, "test-model")
+    config = LoadConfig(max_concurrency=2)
+    recorder = TelemetryRecorder([])
+    return DrivePlan(
+        target, _requests(n), config, recorder, progress=False, abort_check=abort_check
+    )
+
+
+class _BrokenWatchdog:
+    """A point's abort check that raises, as a broken engine watchdog would."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self) -> str | None:
+        self.calls += 1
+        raise RuntimeError("the engine watchdog broke")
+
+    async def ended(self) -> None:
+        """Until the watchdog has raised and its task has ended with the error."""
+        while not self.calls:  # the watchdog polls every ABORT_POLL_S
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=str)
 def test_a_signal_as_the_scheduler_returns_still_interrupts_the_point(
     sig: int, monkeypatch: pytest.MonkeyPatch, clean_signals: None
@@ -54,12 +87,8 @@ def test_a_signal_as_the_scheduler_returns_still_interrupts_the_point(
         return result
 
     monkeypatch.setattr(drive_module.LoadScheduler, "run", run_then_signal)
-    requests = Requests(None, [_request(i) for i in range(6)], [], 6)  # type: ignore[arg-type]
     with ServerProcess() as server, handle_interrupts():
-        target = BenchTarget(server.base_url, "test-model")
-        config = LoadConfig(max_concurrency=2)
-        plan = DrivePlan(target, requests, config, TelemetryRecorder([]), progress=False)
-        out = drive(plan)
+        out = drive(_plan(server, 6))
     # before: the wait for the watchdog task swallowed the cancellation and the run
     # went on to its next point as if no signal had come
     assert out.interrupted
@@ -73,59 +102,33 @@ def test_a_signal_after_a_helper_failed_still_writes_the_point_interrupted(
     """The point's watchdog failed (its abort check raised) and then a signal came: the
     signal is what ends the point. Before, the helper's error replaced the cancellation
     in drive's cleanup and the interrupted point crashed with the helper's traceback."""
-    failed: list[int] = []
-
-    def broken_check() -> str | None:
-        failed.append(1)
-        raise RuntimeError("the engine watchdog broke")
-
+    watchdog = _BrokenWatchdog()
     real_run = LoadScheduler.run
 
     async def run_then_signal(self: LoadScheduler, **kw):  # type: ignore[no-untyped-def]
         result = await real_run(self, **kw)
-        while not failed:  # the watchdog polls every ABORT_POLL_S
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.05)  # its task has ended with the error
+        await watchdog.ended()
         signal.raise_signal(signal.SIGTERM)
         await asyncio.sleep(5)  # the load still running: the cancellation lands here
         return result
 
     monkeypatch.setattr(drive_module.LoadScheduler, "run", run_then_signal)
-    requests = Requests(None, [_request(i) for i in range(4)], [], 4)  # type: ignore[arg-type]
     with ServerProcess() as server, handle_interrupts():
-        target = BenchTarget(server.base_url, "test-model")
-        plan = DrivePlan(
-            target, requests, LoadConfig(max_concurrency=2), TelemetryRecorder([]),
-            progress=False, abort_check=broken_check,
-        )  # fmt: skip
-        out = drive(plan)
+        out = drive(_plan(server, 4, abort_check=watchdog))
     assert out.interrupted and interrupts.was_interrupted()
     assert [r.ok for r in out.result.records] == [True] * 4
 
 
 def test_a_helper_failure_without_a_signal_is_still_raised(monkeypatch: pytest.MonkeyPatch) -> None:
     """Not hidden either: a watchdog that breaks during a point that ends by itself fails it."""
-    failed: list[int] = []
-
-    def broken_check() -> str | None:
-        failed.append(1)
-        raise RuntimeError("the engine watchdog broke")
-
+    watchdog = _BrokenWatchdog()
     real_run = LoadScheduler.run
 
     async def run_until_it_broke(self: LoadScheduler, **kw):  # type: ignore[no-untyped-def]
         result = await real_run(self, **kw)
-        while not failed:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.05)
+        await watchdog.ended()
         return result
 
     monkeypatch.setattr(drive_module.LoadScheduler, "run", run_until_it_broke)
-    requests = Requests(None, [_request(i) for i in range(2)], [], 2)  # type: ignore[arg-type]
     with ServerProcess() as server, pytest.raises(RuntimeError, match="watchdog broke"):
-        target = BenchTarget(server.base_url, "test-model")
-        plan = DrivePlan(
-            target, requests, LoadConfig(max_concurrency=2), TelemetryRecorder([]),
-            progress=False, abort_check=broken_check,
-        )  # fmt: skip
-        drive(plan)
+        drive(_plan(server, 2, abort_check=watchdog))

@@ -29,6 +29,11 @@ from inferx_core.results.files import read_result
 pytestmark = pytest.mark.engine
 
 N = 6
+#: The sweep's reply length: each point's load lasts well past several engine-metrics
+#: intervals (0.1 s), so a gauge read during it is certain, not lucky. At 24 tokens a
+#: point took 67-91 ms on a quiet machine and CI once sampled no request running.
+SWEEP_OSL = 320
+ENGINE_METRICS_S = 0.1
 
 
 @pytest.fixture(scope="module")
@@ -36,18 +41,19 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("llamacpp-e2e")
 
 
-def config_for(root: Path, name: str, **update: object):
+def config_for(root: Path, name: str, osl: int = 24, **update: object):
     base = demo_config(
-        output_dir=root / name, engine="llamacpp", concurrency=[1, 3], isl=40, osl=24,
+        output_dir=root / name, engine="llamacpp", concurrency=[1, 3], isl=40, osl=osl,
         num_prompts=N, model_dir=root / "model",
     )  # fmt: skip
-    fast = {"telemetry_intervals": {"host": 0.2, "engine_metrics": 0.1}, "max_num_seqs": None}
+    intervals = {"host": 0.2, "engine_metrics": ENGINE_METRICS_S}
+    fast = {"telemetry_intervals": intervals, "max_num_seqs": None}
     return base.model_copy(update={"name": name, **fast, **update})
 
 
 @pytest.fixture(scope="module")
 def sweep(llama_server: Path, root: Path):
-    config = config_for(root, "sweep")
+    config = config_for(root, "sweep", osl=SWEEP_OSL)
     return config, run_configs([config], progress=False)
 
 
@@ -96,7 +102,13 @@ def test_itl_present_and_metrics_scraped(sweep) -> None:
     rows = [json.loads(line) for line in sidecar.read_text().splitlines()]
     engine_rows = [r for r in rows if r["sampler"] == "engine_metrics" and "error" not in r]
     assert engine_rows
-    assert max(r["engine.requests_running"] for r in engine_rows) >= 1
+    requests = outcome.path.with_name(outcome.point_id + ".requests.jsonl")
+    measured = [r for r in map(json.loads, requests.read_text().splitlines()) if not r["warmup"]]
+    load_s = (max(r["chunk_ns"][-1] for r in measured) - min(r["send_ns"] for r in measured)) / 1e9
+    # the gauge below is read during the load only if the load outlasts several readings
+    assert load_s >= 5 * ENGINE_METRICS_S, f"the load lasted {load_s:.3f} s: raise SWEEP_OSL"
+    # read while requests ran, and never more than the point's 3 slots
+    assert 1 <= max(r["engine.requests_running"] for r in engine_rows) <= 3
     assert max(r["engine.generation_tokens_total"] for r in engine_rows) > 0
     assert all(r["engine.prefix_cache_hits_total"] == 0 for r in engine_rows)
 
